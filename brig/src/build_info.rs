@@ -1,0 +1,1 @@
+//! Build facts captured at compile time by `build.rs`.

@@ -1,0 +1,67 @@
+//! Exit codes, and the one mapping from every error to them.
+//!
+//! The table is stable and scripted against (spec 03): a new error must find
+//! its place here, and the compiler makes sure it does, because every match
+//! below is exhaustive.
+
+use crate::error::Error;
+
+/// brig's exit codes. brigd reports the same numbers as `code`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+#[repr(u8)]
+pub enum Code {
+    Success = 0,
+    Failure = 1,
+    Usage = 2,
+    NotFound = 3,
+    NoRuntime = 4,
+    VerifyRefused = 5,
+    Credentials = 6,
+    Unenforceable = 7,
+}
+
+impl Code {
+    pub fn as_u8(self) -> u8 {
+        self as u8
+    }
+}
+
+impl From<Code> for std::process::ExitCode {
+    fn from(code: Code) -> Self {
+        std::process::ExitCode::from(code.as_u8())
+    }
+}
+
+/// The exit code for an error. Exhaustive on purpose: see the module docs.
+pub fn exit_code(err: &Error) -> Code {
+    match err {
+        Error::Profile(e) => profile_code(e),
+        Error::Session(e) => session_code(e),
+        Error::Setting(_) => Code::Usage,
+        Error::Runtime(e) => runtime_code(e),
+        Error::Usage(_) => Code::Usage,
+        Error::Io { .. } | Error::Stdout(_) | Error::NoHome { .. } => Code::Failure,
+    }
+}
+
+fn profile_code(err: &crate::profile::Error) -> Code {
+    use crate::profile::Error as E;
+    match err {
+        E::UnknownAgent { .. } => Code::NotFound,
+    }
+}
+
+fn session_code(err: &crate::session::Error) -> Code {
+    use crate::session::Error as E;
+    match err {
+        E::BadRef { .. } => Code::Usage,
+    }
+}
+
+fn runtime_code(err: &crate::runtime::Error) -> Code {
+    use crate::runtime::Error as E;
+    match err {
+        E::NotFound { .. } | E::UnknownKind { .. } => Code::NoRuntime,
+        E::NotYetSupported { .. } => Code::NoRuntime,
+    }
+}

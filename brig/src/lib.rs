@@ -1,0 +1,19 @@
+//! brig: runs AI coding agents in sandboxes they cannot escape.
+//!
+//! Both binaries (`brig`, and later `brigd`) are thin shells over this library.
+//! The CLI is plain blocking code; nothing here starts an async runtime.
+
+pub mod build_info;
+pub mod cli;
+pub mod environment;
+pub mod error;
+pub mod exit;
+pub mod json;
+pub mod profile;
+pub mod runtime;
+pub mod session;
+pub mod settings;
+pub mod warn;
+
+pub use error::Error;
+pub use exit::Code;

@@ -1,0 +1,44 @@
+//! Warning lines on stderr.
+//!
+//! Every warning starts with `brig: `; continuation lines are indented notes.
+//! Warnings never carry a value, only names. brigd collects the same lines
+//! into a response's `warnings` instead of printing them.
+
+use std::io::Write;
+
+/// Where warnings go: the terminal for the CLI, a list for brigd.
+#[derive(Debug, Default)]
+pub struct Warnings {
+    lines: Vec<String>,
+    collect: bool,
+}
+
+impl Warnings {
+    /// Warnings printed to stderr as they arise.
+    pub fn stderr() -> Self {
+        Warnings {
+            lines: Vec::new(),
+            collect: false,
+        }
+    }
+
+    /// Warnings kept for the caller (brigd's response).
+    pub fn collected() -> Self {
+        Warnings {
+            lines: Vec::new(),
+            collect: true,
+        }
+    }
+
+    pub fn push(&mut self, line: impl Into<String>) {
+        let line = line.into();
+        if !self.collect {
+            let _ = writeln!(std::io::stderr().lock(), "brig: {line}");
+        }
+        self.lines.push(line);
+    }
+
+    pub fn lines(&self) -> &[String] {
+        &self.lines
+    }
+}

@@ -1,0 +1,34 @@
+//! `cargo xtask`: the project's automation, in Rust so it runs wherever cargo does.
+//!
+//! `provision` installs and starts the local runtime stack, `images` builds the
+//! lab guest image and loads it into each runtime.
+
+mod images;
+mod provision;
+
+use std::process::ExitCode;
+
+const USAGE: &str = "usage: cargo xtask <provision | images> [args…]";
+
+fn main() -> ExitCode {
+    let args: Vec<String> = std::env::args().skip(1).collect();
+    let Some((task, rest)) = args.split_first() else {
+        eprintln!("{USAGE}");
+        return ExitCode::from(2);
+    };
+    let result = match task.as_str() {
+        "provision" => provision::run(rest),
+        "images" => images::run(rest),
+        other => {
+            eprintln!("unknown task {other:?}\n{USAGE}");
+            return ExitCode::from(2);
+        }
+    };
+    match result {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(err) => {
+            eprintln!("xtask {task}: {err:#}");
+            ExitCode::FAILURE
+        }
+    }
+}
