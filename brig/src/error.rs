@@ -26,6 +26,9 @@ pub enum Error {
         #[source]
         source: std::io::Error,
     },
+    /// The project named on the run line is not a directory brig can mount.
+    #[error("project {} {problem}", path.display())]
+    Project { path: PathBuf, problem: &'static str },
     /// Writing to our own stdout failed (other than a closed pipe, which is
     /// not an error: `brig ls | head -1` exits 0).
     #[error("cannot write to stdout")]

@@ -40,7 +40,7 @@ pub fn exit_code(err: &Error) -> Code {
         Error::Setting(_) => Code::Usage,
         Error::Runtime(e) => runtime_code(e),
         Error::Usage(_) => Code::Usage,
-        Error::Io { .. } | Error::Stdout(_) | Error::NoHome { .. } => Code::Failure,
+        Error::Io { .. } | Error::Project { .. } | Error::Stdout(_) | Error::NoHome { .. } => Code::Failure,
     }
 }
 
@@ -48,20 +48,58 @@ fn profile_code(err: &crate::profile::Error) -> Code {
     use crate::profile::Error as E;
     match err {
         E::UnknownAgent { .. } => Code::NotFound,
+        // A document that is not a valid profile, and every refused request
+        // of the agent verbs, is a mistake in what the user asked for.
+        E::Parse { .. }
+        | E::Invalid { .. }
+        | E::NotUtf8 { .. }
+        | E::EditedInvalid { .. }
+        | E::BuiltinNotRemovable { .. }
+        | E::Exists { .. }
+        | E::DestinationHasSlash { .. }
+        | E::DestinationBadName { .. }
+        | E::DestinationIsAlias { .. }
+        | E::DestinationReserved { .. }
+        | E::NoEditor => Code::Usage,
+        // Like `rm --all` without a terminal: nothing was done, exit 1.
+        E::NeedsConfirmation { .. } | E::Declined => Code::Failure,
+        E::EditorFailed { .. } | E::EditorExit { .. } | E::Write { .. } => Code::Failure,
     }
 }
 
 fn session_code(err: &crate::session::Error) -> Code {
     use crate::session::Error as E;
     match err {
-        E::BadRef { .. } => Code::Usage,
+        E::SeveralAts { .. }
+        | E::NoAgent { .. }
+        | E::TrailingAt { .. }
+        | E::LabelNotSlug { .. }
+        | E::LabelUnusable { .. }
+        | E::LabelShadowsAgent { .. }
+        | E::NameWithLabel { .. }
+        | E::NameUnusable { .. } => Code::Usage,
+        E::UnknownAgent { .. } => Code::NotFound,
+        E::NoStateDir
+        | E::Symlink { .. }
+        | E::NotADirectory { .. }
+        | E::BadSandboxName { .. }
+        | E::IndexCorrupt { .. }
+        | E::IndexEncode { .. }
+        | E::Io { .. } => Code::Failure,
     }
 }
 
 fn runtime_code(err: &crate::runtime::Error) -> Code {
     use crate::runtime::Error as E;
     match err {
-        E::NotFound { .. } | E::UnknownKind { .. } => Code::NoRuntime,
-        E::NotYetSupported { .. } => Code::NoRuntime,
+        E::NoneFound
+        | E::UnknownKind { .. }
+        | E::BadBinary { .. }
+        | E::KindNotFound { .. }
+        | E::UnknownDialect { .. }
+        | E::NotYetSupported { .. } => Code::NoRuntime,
+        E::NoSuchSandbox { .. } => Code::NotFound,
+        E::ContainerRefused { .. } => Code::Unenforceable,
+        E::Unreachable { .. } | E::Unparsable { .. } | E::Operation { .. } | E::UnknownShim { .. } => Code::Failure,
     }
 }

@@ -9,6 +9,7 @@ pub mod environment;
 pub mod error;
 pub mod exit;
 pub mod json;
+pub mod process;
 pub mod profile;
 pub mod runtime;
 pub mod session;

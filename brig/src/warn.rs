@@ -6,6 +6,11 @@
 
 use std::io::Write;
 
+/// Print one warning line on stderr right away.
+pub fn now(line: impl AsRef<str>) {
+    let _ = writeln!(std::io::stderr().lock(), "brig: {}", line.as_ref());
+}
+
 /// Where warnings go: the terminal for the CLI, a list for brigd.
 #[derive(Debug, Default)]
 pub struct Warnings {
@@ -33,7 +38,7 @@ impl Warnings {
     pub fn push(&mut self, line: impl Into<String>) {
         let line = line.into();
         if !self.collect {
-            let _ = writeln!(std::io::stderr().lock(), "brig: {line}");
+            now(&line);
         }
         self.lines.push(line);
     }

@@ -1,14 +1,15 @@
 //! `cargo xtask`: the project's automation, in Rust so it runs wherever cargo does.
 //!
-//! `provision` installs and starts the local runtime stack, `images` builds the
-//! lab guest image and loads it into each runtime.
+//! `ci` runs what CI runs; `provision` installs and starts the local runtime
+//! stack; `images` builds the lab guest image and loads it into each runtime.
 
+mod ci;
 mod images;
 mod provision;
 
 use std::process::ExitCode;
 
-const USAGE: &str = "usage: cargo xtask <provision | images> [args…]";
+const USAGE: &str = "usage: cargo xtask <ci | provision | images> [args…]";
 
 fn main() -> ExitCode {
     let args: Vec<String> = std::env::args().skip(1).collect();
@@ -17,6 +18,7 @@ fn main() -> ExitCode {
         return ExitCode::from(2);
     };
     let result = match task.as_str() {
+        "ci" => ci::run(rest),
         "provision" => provision::run(rest),
         "images" => images::run(rest),
         other => {

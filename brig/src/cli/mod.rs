@@ -1,7 +1,183 @@
-//! The command line: clap definitions and one module per verb.
+//! The command line: clap definitions, dispatch, and the edge where errors
+//! are printed once and turned into an exit code. One module per verb; each
+//! verb's clap struct lives beside its handler.
 
+pub mod agent;
+mod completion;
+mod info;
+mod run;
+mod version;
+
+use std::ffi::OsString;
+use std::io::Write;
+
+use clap::{CommandFactory, Parser, Subcommand};
+
+use crate::environment::Environment;
+use crate::exit::{Code, exit_code};
+use crate::{Error, build_info::BuildInfo};
+
+/// Usage mistakes that clap cannot see: combinations and positions.
 #[derive(Debug, thiserror::Error)]
 pub enum UsageError {
-    #[error("{0}")]
-    Clap(String),
+    #[error("--no-project cannot be combined with a project ({project}) on the same line")]
+    NoProjectWithProject { project: String },
+    #[error("--no-project applies only to `brig run`, not to `brig {verb}`")]
+    NoProjectOnVerb { verb: &'static str },
+    #[error("`brig {verb}` takes no -d/--detach")]
+    DetachOnVerb { verb: &'static str },
+}
+
+/// brig runs AI coding agents in sandboxes they cannot escape.
+#[derive(Debug, Parser)]
+#[command(name = "brig", version = version_line(), disable_help_subcommand = true, propagate_version = false)]
+pub struct Cli {
+    /// Print progress and the runtime commands brig runs.
+    #[arg(long, global = true)]
+    pub verbose: bool,
+    /// Print less: no notices, only warnings and errors.
+    #[arg(short, long, global = true)]
+    pub quiet: bool,
+    /// Machine-readable output (report verbs print an envelope).
+    #[arg(long, global = true)]
+    pub json: bool,
+    #[command(subcommand)]
+    pub verb: Verb,
+}
+
+#[derive(Debug, Subcommand)]
+pub enum Verb {
+    /// Start the sandbox if needed and run the agent in it.
+    Run(run::RunArgs),
+    /// A login shell in the sandbox (starting it first), or one command.
+    Sh(run::ShArgs),
+    /// Show what a run would do, without booting anything.
+    Info(info::InfoArgs),
+    /// Manage agent profiles.
+    #[command(subcommand)]
+    Agent(agent::AgentCommand),
+    /// Print the build.
+    Version(version::VersionArgs),
+    /// Print a shell completion script.
+    Completion(completion::CompletionArgs),
+}
+
+/// clap wants the version text for the life of the program; it is built once.
+fn version_line() -> &'static str {
+    static LINE: std::sync::OnceLock<String> = std::sync::OnceLock::new();
+    LINE.get_or_init(|| BuildInfo::current().line())
+}
+
+/// What every verb handler receives besides its own arguments.
+#[derive(Debug)]
+pub struct Context {
+    pub env: Environment,
+    pub json: bool,
+    pub quiet: bool,
+}
+
+/// Parse `args`, run the verb, print any error once, and return the exit code.
+pub fn main(args: impl IntoIterator<Item = OsString>) -> Code {
+    let cli = match Cli::try_parse_from(args) {
+        Ok(cli) => cli,
+        Err(err) => return clap_error(err),
+    };
+    init_tracing(cli.verbose);
+    let ctx = Context {
+        env: Environment::from_process(),
+        json: cli.json,
+        quiet: cli.quiet,
+    };
+    let result = match cli.verb {
+        Verb::Run(args) => run::run(args, &ctx),
+        Verb::Sh(args) => run::sh(args, &ctx),
+        Verb::Info(args) => info::run(args, &ctx),
+        Verb::Agent(command) => agent::run(command, &ctx.env, ctx.json),
+        Verb::Version(args) => version::run(args, &ctx),
+        Verb::Completion(args) => completion::run(args),
+    };
+    match result {
+        Ok(code) => code,
+        Err(Error::Stdout(err)) if err.kind() == std::io::ErrorKind::BrokenPipe => Code::Success,
+        Err(err) => {
+            print_error(&err);
+            exit_code(&err)
+        }
+    }
+}
+
+/// `brig: error: <message>: <source>: <source>…` on stderr.
+fn print_error(err: &Error) {
+    let mut line = format!("brig: error: {err}");
+    let mut source = std::error::Error::source(err);
+    while let Some(cause) = source {
+        line.push_str(&format!(": {cause}"));
+        source = cause.source();
+    }
+    let _ = writeln!(std::io::stderr().lock(), "{line}");
+}
+
+/// clap's own help and version go to stdout with exit 0; every usage
+/// mistake is exit 2, with a pointer to where agent flags belong when the
+/// mistake was an unknown flag.
+fn clap_error(err: clap::Error) -> Code {
+    use clap::error::ErrorKind;
+    let kind = err.kind();
+    let _ = err.print();
+    match kind {
+        ErrorKind::DisplayHelp | ErrorKind::DisplayVersion => Code::Success,
+        ErrorKind::DisplayHelpOnMissingArgumentOrSubcommand => Code::Usage,
+        ErrorKind::UnknownArgument => {
+            let _ = writeln!(
+                std::io::stderr().lock(),
+                "note: brig's flags go before the ref; the agent's own flags go after it: brig run [flags] <ref> [project] [agent args…]"
+            );
+            Code::Usage
+        }
+        _ => Code::Usage,
+    }
+}
+
+fn init_tracing(verbose: bool) {
+    let level = if verbose { "brig=debug" } else { "brig=warn" };
+    let _ = tracing_subscriber::fmt()
+        .with_writer(std::io::stderr)
+        .with_target(false)
+        .without_time()
+        .with_env_filter(tracing_subscriber::EnvFilter::new(level))
+        .try_init();
+}
+
+/// Write to stdout; a closed pipe surfaces as [`Error::Stdout`] and ends the
+/// verb quietly with exit 0.
+pub fn print(text: impl AsRef<str>) -> Result<(), Error> {
+    let mut out = std::io::stdout().lock();
+    out.write_all(text.as_ref().as_bytes())
+        .and_then(|()| out.flush())
+        .map_err(Error::Stdout)
+}
+
+impl crate::session::Agents for crate::profile::Registry {
+    fn canonical(&self, typed: &str) -> Option<String> {
+        self.resolve(typed).ok().map(|e| e.profile.name.clone())
+    }
+
+    fn names(&self) -> Vec<String> {
+        self.entries().iter().map(|e| e.profile.name.clone()).collect()
+    }
+}
+
+/// The clap command, for completion scripts.
+pub fn command() -> clap::Command {
+    Cli::command()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn clap_definition_is_consistent() {
+        Cli::command().debug_assert();
+    }
 }

@@ -1,11 +1,166 @@
-//! Runtimes: which binary brig drives, and the adapters that speak its dialect.
+//! Runtimes: which binary brig drives, and the isolation it can give.
+//!
+//! brig never boots anything itself. Every mechanical operation is a
+//! subprocess of a runtime binary; this module decides which one, and (with
+//! the adapters) speaks its dialect.
+
+pub mod adapter;
+mod oci;
+mod resolve;
+
+pub use adapter::{BootSpec, ExecSpec, Listed, Mount, NetworkAttach, Runtime, State, Tmpfs};
+pub use oci::{OciCli, runtime_words};
+pub use resolve::{Chosen, Resolved, resolve};
+
+use crate::environment::Environment;
+
+/// The shim nerdctl hands a sandbox to unless `BRIG_CONTAINERD_RUNTIME` says otherwise.
+pub const DEFAULT_SHIM: &str = "io.containerd.urunc.v2";
+
+/// The adapter for a resolved runtime.
+pub fn open(resolved: &Resolved, env: &Environment) -> Result<Box<dyn Runtime>, Error> {
+    match resolved.kind {
+        Kind::Nerdctl => {
+            let shim = env.get("BRIG_CONTAINERD_RUNTIME").unwrap_or(DEFAULT_SHIM).to_owned();
+            Ok(Box::new(OciCli::new(Kind::Nerdctl, resolved.bin.clone(), Some(shim))))
+        }
+        Kind::Podman | Kind::Docker => Ok(Box::new(OciCli::new(resolved.kind, resolved.bin.clone(), None))),
+        Kind::Hull => Err(Error::NotYetSupported { verb: "the hull runtime" }),
+    }
+}
+
+use std::fmt;
+use std::path::PathBuf;
+
+/// The runtime dialects brig speaks.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Kind {
+    Hull,
+    Nerdctl,
+    Podman,
+    Docker,
+}
+
+impl Kind {
+    pub const ALL: [Kind; 4] = [Kind::Hull, Kind::Nerdctl, Kind::Podman, Kind::Docker];
+
+    /// The executable's usual name, looked up on PATH.
+    pub fn binary_name(self) -> &'static str {
+        match self {
+            Kind::Hull => "hull",
+            Kind::Nerdctl => "nerdctl",
+            Kind::Podman => "podman",
+            Kind::Docker => "docker",
+        }
+    }
+
+    pub fn parse(text: &str) -> Option<Kind> {
+        Kind::ALL.into_iter().find(|k| k.binary_name() == text)
+    }
+}
+
+impl fmt::Display for Kind {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.binary_name())
+    }
+}
+
+/// How strongly a sandbox is separated from the host.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Isolation {
+    /// Its own kernel: urunc, kata, nerdbox, krun, hull.
+    Microvm,
+    /// A shared kernel: runc, crun, youki. Accepted only on request.
+    Container,
+}
+
+impl fmt::Display for Isolation {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(match self {
+            Isolation::Microvm => "microvm",
+            Isolation::Container => "container",
+        })
+    }
+}
+
+/// The isolation a shim or OCI runtime gives, by its name (`io.containerd.urunc.v2`,
+/// `/usr/bin/runc`, `krun`, …). `None` for a name brig does not know.
+pub fn isolation_of(shim: &str) -> Option<Isolation> {
+    let base = shim.rsplit('/').next().unwrap_or(shim);
+    const MICROVM: [&str; 5] = ["urunc", "kata", "nerdbox", "krun", "hull"];
+    const CONTAINER: [&str; 3] = ["runc", "crun", "youki"];
+    // `io.containerd.runc.v2` and `runc` both name runc; match on the word.
+    let words: Vec<&str> = base.split(['.', '-', '_']).collect();
+    if words.iter().any(|w| MICROVM.iter().any(|m| w.starts_with(m))) {
+        Some(Isolation::Microvm)
+    } else if words.iter().any(|w| CONTAINER.contains(w)) {
+        Some(Isolation::Container)
+    } else {
+        None
+    }
+}
 
 #[derive(Debug, thiserror::Error)]
 pub enum Error {
-    #[error("no runtime found")]
-    NotFound { setting: &'static str },
-    #[error("unknown BRIG_RUNTIME \"{value}\"")]
+    /// Nothing on PATH, and no setting named a binary.
+    #[error("no container runtime found on PATH (looked for nerdctl, podman, docker); install nerdctl or podman, or point BRIG_RUNTIME_BIN at one")]
+    NoneFound,
+    #[error("unknown BRIG_RUNTIME \"{value}\" (want hull, nerdctl, podman or docker)")]
     UnknownKind { value: String },
-    #[error("{verb} needs a runtime adapter, which this build does not have yet")]
+    /// A setting named a binary that is not there or cannot be run.
+    #[error("{setting} names {}, which {problem}", path.display())]
+    BadBinary {
+        setting: String,
+        path: PathBuf,
+        problem: &'static str,
+    },
+    /// `BRIG_RUNTIME` asked for a kind whose binary is not on PATH.
+    #[error("BRIG_RUNTIME={kind} but no {} is on PATH; install it or point BRIG_RUNTIME_BIN at one", kind.binary_name())]
+    KindNotFound { kind: Kind },
+    /// The binary's kind could not be told from its name or its `--version`.
+    #[error("cannot tell which runtime {} is; set BRIG_RUNTIME to hull, nerdctl, podman or docker", path.display())]
+    UnknownDialect { path: PathBuf },
+    #[error("{verb} is not supported by this build on this host; use nerdctl or podman")]
     NotYetSupported { verb: &'static str },
+    /// The runtime exists but could not answer (containerd down, permission
+    /// denied, …). Nothing is booted or deleted on an unknown state.
+    #[error("{runtime} ps: {words}")]
+    Unreachable { runtime: Kind, words: String },
+    #[error("{runtime} printed {what} output brig cannot read")]
+    Unparsable {
+        runtime: Kind,
+        what: &'static str,
+        #[source]
+        source: serde_json::Error,
+    },
+    #[error("no sandbox named {name}")]
+    NoSuchSandbox { name: String },
+    #[error("{command}: {words}")]
+    Operation { runtime: Kind, command: String, words: String },
+    #[error("cannot tell what isolation the shim or runtime \"{shim}\" gives; set BRIG_CONTAINERD_RUNTIME to a known one")]
+    UnknownShim { shim: String },
+    /// A plain-container runtime without the explicit opt-in.
+    #[error("{runtime} runs sandboxes as containers sharing the host kernel ({via}), not as microVMs; set BRIG_ALLOW_CONTAINER_ISOLATION=1 to accept that")]
+    ContainerRefused { runtime: Kind, via: String },
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use rstest::rstest;
+
+    #[rstest]
+    #[case("io.containerd.urunc.v2", Some(Isolation::Microvm))]
+    #[case("io.containerd.kata.v2", Some(Isolation::Microvm))]
+    #[case("krun", Some(Isolation::Microvm))]
+    #[case("io.containerd.runc.v2", Some(Isolation::Container))]
+    #[case("/usr/bin/runc", Some(Isolation::Container))]
+    #[case("crun", Some(Isolation::Container))]
+    #[case("youki", Some(Isolation::Container))]
+    #[case("io.containerd.mystery.v1", None)]
+    fn isolation_by_shim_name(#[case] shim: &str, #[case] want: Option<Isolation>) {
+        assert_eq!(isolation_of(shim), want);
+    }
 }

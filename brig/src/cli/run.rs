@@ -1,0 +1,277 @@
+//! `brig run` and `brig sh`: the run line.
+//!
+//! The line is read by position, never by looking at the filesystem: the
+//! first bare word is the ref; on `run` only, the next bare word is the
+//! project; everything after that, or after `--`, belongs to the agent. A
+//! brig flag found past the ref is handed to the agent as written, with a
+//! warning, because guessing which program a flag was meant for is how a
+//! sandbox ends up configured differently from what the user typed.
+
+use std::path::PathBuf;
+
+use serde::Serialize;
+
+use crate::cli::{Context, UsageError, print};
+use crate::exit::{Code, exit_code};
+use crate::json::Envelope;
+use crate::profile::Registry;
+use crate::session::Session;
+use crate::settings::{Network, Positive};
+use crate::Error;
+
+/// Flags shared by `run` and `sh`, read only before the ref.
+#[derive(Debug, Clone, Default, clap::Args)]
+pub struct SandboxOptions {
+    /// Guest image (overrides BRIG_IMAGE and the profile).
+    #[arg(long, value_name = "REF")]
+    pub image: Option<String>,
+    /// Use this host directory as the guest home; brig never deletes it.
+    #[arg(long, value_name = "DIR")]
+    pub home: Option<PathBuf>,
+    /// Memory for the sandbox, in MB.
+    #[arg(long, value_name = "MB", value_parser = parse_positive)]
+    pub mem: Option<u32>,
+    /// vCPUs for the sandbox.
+    #[arg(long, value_name = "N", value_parser = parse_positive)]
+    pub cpus: Option<u32>,
+    /// Network posture of a new sandbox.
+    #[arg(long, value_name = "POSTURE", value_parser = parse_network)]
+    pub network: Option<Network>,
+    /// Same as --network offline.
+    #[arg(long)]
+    pub offline: bool,
+    /// Seed the guest home with the agent's host skills.
+    #[arg(long)]
+    pub skills: bool,
+    /// Retiring: the session label (use <agent>@<label>).
+    #[arg(long, value_name = "NAME")]
+    pub name: Option<String>,
+}
+
+#[derive(Debug, clap::Args)]
+pub struct RunArgs {
+    #[command(flatten)]
+    pub sandbox: SandboxOptions,
+    /// Start the sandbox and return, printing its name.
+    #[arg(short, long)]
+    pub detach: bool,
+    /// Mount no project and forget the remembered one.
+    #[arg(long)]
+    pub no_project: bool,
+    /// <ref> [project] [agent args…]
+    #[arg(value_name = "REF", trailing_var_arg = true, required = true)]
+    pub words: Vec<String>,
+}
+
+#[derive(Debug, clap::Args)]
+pub struct ShArgs {
+    #[command(flatten)]
+    pub sandbox: SandboxOptions,
+    /// Refused: sh mounts the project the session remembers.
+    #[arg(long, hide = true)]
+    pub no_project: bool,
+    /// Refused: sh always attaches.
+    #[arg(short, long, hide = true)]
+    pub detach: bool,
+    /// <ref> [command…]
+    #[arg(value_name = "REF", trailing_var_arg = true, required = true)]
+    pub words: Vec<String>,
+}
+
+fn parse_positive(text: &str) -> Result<u32, String> {
+    crate::settings::parse_as::<Positive>("value", text)
+        .map(|p| p.0)
+        .map_err(|_| format!("{text:?} is not a whole number greater than 0"))
+}
+
+fn parse_network(text: &str) -> Result<Network, String> {
+    crate::settings::parse_as::<Network>("--network", text).map_err(|e| e.to_string())
+}
+
+/// brig's own run-line flags, for the "stood past the ref" warning.
+const OWN_FLAGS: &[&str] = &[
+    "--image", "--home", "--mem", "--cpus", "--no-project", "-d", "--detach", "--skills", "--network",
+    "--offline", "--json", "-q", "--quiet", "--verbose", "--name",
+];
+
+/// A run line split into its parts.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct RunLine {
+    pub reference: String,
+    pub project: Option<String>,
+    pub agent_args: Vec<String>,
+    /// brig flags that stood past the ref and go to the agent as written.
+    pub misplaced: Vec<String>,
+}
+
+impl RunLine {
+    /// Split `words` (the ref onwards). `takes_project` is true for `run`.
+    pub fn split(words: &[String], takes_project: bool) -> RunLine {
+        let (reference, rest) = words.split_first().expect("clap requires the ref");
+        let mut rest = rest;
+        let mut project = None;
+        if takes_project {
+            if let Some((first, tail)) = rest.split_first() {
+                if !first.starts_with('-') {
+                    project = Some(first.clone());
+                    rest = tail;
+                }
+            }
+        }
+        // `--` ends brig's reading; a project read before it stands.
+        let (rest, after_dashes) = match rest.split_first() {
+            Some((first, tail)) if first == "--" => (tail, true),
+            _ => (rest, false),
+        };
+        let misplaced = if after_dashes {
+            Vec::new()
+        } else {
+            rest.iter()
+                .take_while(|a| *a != "--")
+                .filter(|a| {
+                    let name = a.split('=').next().unwrap_or(a);
+                    OWN_FLAGS.contains(&name)
+                })
+                .cloned()
+                .collect()
+        };
+        RunLine {
+            reference: reference.clone(),
+            project,
+            agent_args: rest.to_vec(),
+            misplaced,
+        }
+    }
+}
+
+/// The `Run` object printed as the last line of stdout under `--json`.
+#[derive(Debug, Serialize)]
+pub struct RunReport<'a> {
+    #[serde(rename = "ref")]
+    pub reference: &'a str,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub sandbox: Option<&'a str>,
+    pub stage: &'static str,
+    pub exit: u8,
+}
+
+impl RunReport<'_> {
+    pub fn print(&self) -> Result<(), Error> {
+        print(format!("{}\n", Envelope::new("Run", self).to_line()))
+    }
+}
+
+fn network_flag(options: &SandboxOptions) -> Result<Option<Network>, Error> {
+    match (options.offline, options.network) {
+        (true, Some(network)) if network != Network::Offline => {
+            Err(crate::settings::Error::OfflineWithNetwork { network }.into())
+        }
+        (true, _) => Ok(Some(Network::Offline)),
+        (false, network) => Ok(network),
+    }
+}
+
+pub fn run(args: RunArgs, ctx: &Context) -> Result<Code, Error> {
+    let line = RunLine::split(&args.words, true);
+    with_json_refusal(ctx, &line.reference, || {
+        if let (true, Some(project)) = (args.no_project, &line.project) {
+            return Err(UsageError::NoProjectWithProject { project: project.clone() }.into());
+        }
+        network_flag(&args.sandbox)?;
+        let registry = Registry::load(&ctx.env);
+        let (session, _) = Session::parse_with_name(&line.reference, args.sandbox.name.as_deref(), &registry)?;
+        registry.resolve(session.agent())?;
+        if let Some(project) = &line.project {
+            check_project(project)?;
+        }
+        warn_misplaced(&line);
+        Err(crate::runtime::Error::NotYetSupported { verb: "brig run" }.into())
+    })
+}
+
+pub fn sh(args: ShArgs, ctx: &Context) -> Result<Code, Error> {
+    let line = RunLine::split(&args.words, false);
+    with_json_refusal(ctx, &line.reference, || {
+        if args.no_project {
+            return Err(UsageError::NoProjectOnVerb { verb: "sh" }.into());
+        }
+        if args.detach {
+            return Err(UsageError::DetachOnVerb { verb: "sh" }.into());
+        }
+        network_flag(&args.sandbox)?;
+        let registry = Registry::load(&ctx.env);
+        let (session, _) = Session::parse_with_name(&line.reference, args.sandbox.name.as_deref(), &registry)?;
+        registry.resolve(session.agent())?;
+        Err(crate::runtime::Error::NotYetSupported { verb: "brig sh" }.into())
+    })
+}
+
+/// The project must be an existing directory; what is wrong with it is named.
+fn check_project(project: &str) -> Result<(), Error> {
+    let path = std::path::Path::new(project);
+    let problem = match path.metadata() {
+        Err(_) => "does not exist",
+        Ok(m) if !m.is_dir() => "is not a directory",
+        Ok(_) => return Ok(()),
+    };
+    Err(Error::Project { path: path.to_path_buf(), problem })
+}
+
+fn warn_misplaced(line: &RunLine) {
+    for flag in &line.misplaced {
+        crate::warn::now(format!(
+            "{flag} stands after the ref, so it is passed to the agent as written; put brig's flags before the ref"
+        ));
+    }
+}
+
+/// Under `--json`, a refusal is also reported on stdout as a `Run` object
+/// with `stage: "brig"`, so a script reading only stdout still learns why.
+fn with_json_refusal(ctx: &Context, reference: &str, body: impl FnOnce() -> Result<Code, Error>) -> Result<Code, Error> {
+    let result = body();
+    if let (true, Err(err)) = (ctx.json, &result) {
+        let report = RunReport {
+            reference,
+            sandbox: None,
+            stage: "brig",
+            exit: exit_code(err).as_u8(),
+        };
+        report.print()?;
+    }
+    result
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use rstest::rstest;
+
+    fn words(text: &str) -> Vec<String> {
+        text.split_whitespace().map(str::to_owned).collect()
+    }
+
+    #[rstest]
+    #[case::ref_only("claude", true, None, "", "")]
+    #[case::project("claude ~/p", true, Some("~/p"), "", "")]
+    #[case::project_and_args("claude ~/p --model opus", true, Some("~/p"), "--model opus", "")]
+    #[case::agent_flag_first("claude --resume x", true, None, "--resume x", "")]
+    #[case::dashes_after_project("claude ~/p -- --image x", true, Some("~/p"), "--image x", "")]
+    #[case::dashes_before_project("claude -- ~/p", true, None, "~/p", "")]
+    #[case::own_flag_past_ref("claude ~/p --image x", true, Some("~/p"), "--image x", "--image")]
+    #[case::own_flag_with_value("claude --network=shared", true, None, "--network=shared", "--network=shared")]
+    #[case::sh_has_no_project("claude ls -la", false, None, "ls -la", "")]
+    #[case::sh_command_after_dashes("claude -- -d", false, None, "-d", "")]
+    fn run_line(
+        #[case] line: &str,
+        #[case] takes_project: bool,
+        #[case] project: Option<&str>,
+        #[case] agent: &str,
+        #[case] misplaced: &str,
+    ) {
+        let got = RunLine::split(&words(line), takes_project);
+        assert_eq!(got.reference, "claude");
+        assert_eq!(got.project.as_deref(), project);
+        assert_eq!(got.agent_args, words(agent));
+        assert_eq!(got.misplaced, words(misplaced));
+    }
+}

@@ -1,0 +1,317 @@
+//! The one way brig runs a subprocess.
+//!
+//! A [`Command`] keeps values out of argv by construction: arguments are
+//! plain strings brig chose (flags, names, paths), and anything that came
+//! from the user's environment or a store travels in the child's environment
+//! under its name, with only that bare name on the command line. Output is
+//! captured concurrently so a chatty stderr can never block the child, and a
+//! failure carries the argv that was run (which holds no value, so it is safe
+//! to print) with the first lines of the child's own stderr.
+
+use std::ffi::OsString;
+use std::fmt;
+use std::io::Read;
+use std::os::unix::process::CommandExt;
+use std::path::{Path, PathBuf};
+use std::process::{ExitStatus, Stdio};
+use std::time::{Duration, Instant};
+
+/// At most this many stderr lines go into an error: enough for the cause,
+/// short enough for one line of a report.
+const STDERR_LINES: usize = 3;
+
+#[derive(Debug, thiserror::Error)]
+pub enum Error {
+    #[error("cannot start {program}")]
+    Spawn {
+        program: String,
+        #[source]
+        source: std::io::Error,
+    },
+    #[error("{command}: {status}{}", stderr_suffix(stderr))]
+    Failed {
+        command: String,
+        status: ExitStatus,
+        stderr: String,
+    },
+    #[error("{command}: no answer within {}s", timeout.as_secs())]
+    Timeout { command: String, timeout: Duration },
+    #[error("cannot hand the terminal to {command}")]
+    Exec {
+        command: String,
+        #[source]
+        source: std::io::Error,
+    },
+}
+
+fn stderr_suffix(stderr: &str) -> String {
+    if stderr.is_empty() { String::new() } else { format!(": {stderr}") }
+}
+
+impl Error {
+    /// The child's own words, if it said anything.
+    pub fn stderr(&self) -> Option<&str> {
+        match self {
+            Error::Failed { stderr, .. } if !stderr.is_empty() => Some(stderr),
+            _ => None,
+        }
+    }
+}
+
+/// Captured output of a command that exited 0.
+#[derive(Debug, Clone)]
+pub struct Output {
+    pub stdout: String,
+    pub stderr: String,
+}
+
+/// A subprocess to run. See the module docs for the argv rule.
+#[derive(Debug, Clone)]
+pub struct Command {
+    program: PathBuf,
+    args: Vec<OsString>,
+    env: Vec<(String, String)>,
+    stdin: Option<Vec<u8>>,
+    timeout: Option<Duration>,
+}
+
+impl Command {
+    pub fn new(program: impl Into<PathBuf>) -> Self {
+        Command {
+            program: program.into(),
+            args: Vec::new(),
+            env: Vec::new(),
+            stdin: None,
+            timeout: None,
+        }
+    }
+
+    pub fn arg(mut self, arg: impl AsRef<str>) -> Self {
+        self.args.push(arg.as_ref().into());
+        self
+    }
+
+    pub fn args<I, S>(mut self, args: I) -> Self
+    where
+        I: IntoIterator<Item = S>,
+        S: AsRef<str>,
+    {
+        self.args.extend(args.into_iter().map(|a| a.as_ref().into()));
+        self
+    }
+
+    pub fn path_arg(mut self, path: &Path) -> Self {
+        self.args.push(path.as_os_str().to_owned());
+        self
+    }
+
+    /// Put `name=value` in the child's environment; argv never sees the value.
+    pub fn env(mut self, name: impl Into<String>, value: impl Into<String>) -> Self {
+        self.env.push((name.into(), value.into()));
+        self
+    }
+
+    /// Feed these bytes on the child's stdin.
+    pub fn stdin(mut self, bytes: Vec<u8>) -> Self {
+        self.stdin = Some(bytes);
+        self
+    }
+
+    /// Kill the child and fail if it has not finished by then.
+    pub fn timeout(mut self, timeout: Duration) -> Self {
+        self.timeout = Some(timeout);
+        self
+    }
+
+    pub fn program(&self) -> &Path {
+        &self.program
+    }
+
+    /// The argv as run, for messages: `nerdctl ps -a --format …`.
+    pub fn display(&self) -> String {
+        let name = self.program.file_name().unwrap_or(self.program.as_os_str());
+        std::iter::once(name)
+            .chain(self.args.iter().map(OsString::as_os_str))
+            .map(|a| a.to_string_lossy().into_owned())
+            .collect::<Vec<_>>()
+            .join(" ")
+    }
+
+    pub fn argv(&self) -> impl Iterator<Item = &OsString> {
+        self.args.iter()
+    }
+
+    fn std(&self) -> std::process::Command {
+        let mut cmd = std::process::Command::new(&self.program);
+        cmd.args(&self.args);
+        cmd.envs(self.env.iter().map(|(k, v)| (k, v)));
+        cmd
+    }
+
+    /// Run to completion capturing stdout and stderr; a non-zero exit is an
+    /// error carrying the child's stderr.
+    pub fn output(&self) -> Result<Output, Error> {
+        let (status, stdout, stderr) = self.capture()?;
+        if status.success() {
+            Ok(Output { stdout, stderr })
+        } else {
+            Err(Error::Failed {
+                command: self.display(),
+                status,
+                stderr: first_lines(&stderr),
+            })
+        }
+    }
+
+    /// Run capturing output, and return the status whatever it is.
+    pub fn capture(&self) -> Result<(ExitStatus, String, String), Error> {
+        tracing::debug!("running {}", self.display());
+        let mut cmd = self.std();
+        cmd.stdin(if self.stdin.is_some() { Stdio::piped() } else { Stdio::null() })
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped());
+        let mut child = cmd.spawn().map_err(|source| Error::Spawn {
+            program: self.program.display().to_string(),
+            source,
+        })?;
+        // Feed stdin and drain both pipes on their own threads, so neither
+        // side can fill a pipe buffer and wait on the other forever.
+        let feeder = self.stdin.clone().zip(child.stdin.take()).map(|(bytes, mut pipe)| {
+            std::thread::spawn(move || {
+                use std::io::Write;
+                let _ = pipe.write_all(&bytes);
+            })
+        });
+        let out = drain(child.stdout.take());
+        let err = drain(child.stderr.take());
+        let status = match self.timeout {
+            None => child.wait(),
+            Some(limit) => {
+                let start = Instant::now();
+                loop {
+                    if let Some(status) = child.try_wait().map_err(|source| self.spawn_error(source))? {
+                        break Ok(status);
+                    }
+                    if start.elapsed() >= limit {
+                        let _ = child.kill();
+                        let _ = child.wait();
+                        return Err(Error::Timeout {
+                            command: self.display(),
+                            timeout: limit,
+                        });
+                    }
+                    std::thread::sleep(Duration::from_millis(5));
+                }
+            }
+        }
+        .map_err(|source| self.spawn_error(source))?;
+        if let Some(feeder) = feeder {
+            let _ = feeder.join();
+        }
+        let stdout = out.join().unwrap_or_default();
+        let stderr = err.join().unwrap_or_default();
+        Ok((status, stdout, stderr))
+    }
+
+    /// Run with the terminal inherited (stdin, stdout, stderr), returning its status.
+    pub fn interactive(&self) -> Result<ExitStatus, Error> {
+        tracing::debug!("running {}", self.display());
+        self.std().status().map_err(|source| self.spawn_error(source))
+    }
+
+    /// Replace this process with the command: the terminal goes to the
+    /// runtime and brig is gone. Returns only on failure.
+    pub fn exec_replace(&self) -> Error {
+        tracing::debug!("handing over to {}", self.display());
+        let source = self.std().exec();
+        Error::Exec {
+            command: self.display(),
+            source,
+        }
+    }
+
+    fn spawn_error(&self, source: std::io::Error) -> Error {
+        Error::Spawn {
+            program: self.program.display().to_string(),
+            source,
+        }
+    }
+}
+
+impl fmt::Display for Command {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.display())
+    }
+}
+
+fn drain<R: Read + Send + 'static>(pipe: Option<R>) -> std::thread::JoinHandle<String> {
+    std::thread::spawn(move || {
+        let mut bytes = Vec::new();
+        if let Some(mut pipe) = pipe {
+            let _ = pipe.read_to_end(&mut bytes);
+        }
+        String::from_utf8_lossy(&bytes).into_owned()
+    })
+}
+
+/// The first few non-empty lines of a child's stderr, joined with "; ".
+pub fn first_lines(stderr: &str) -> String {
+    stderr
+        .lines()
+        .map(str::trim)
+        .filter(|l| !l.is_empty())
+        .take(STDERR_LINES)
+        .collect::<Vec<_>>()
+        .join("; ")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn values_travel_in_the_environment_not_argv() {
+        let cmd = Command::new("/bin/sh")
+            .args(["-c", "printf %s \"$TOKEN\""])
+            .env("TOKEN", "s3cret");
+        assert!(!cmd.display().contains("s3cret"));
+        assert_eq!(cmd.output().unwrap().stdout, "s3cret");
+    }
+
+    #[test]
+    fn failure_carries_argv_status_and_stderr_lines() {
+        let err = Command::new("/bin/sh")
+            .args(["-c", "echo one >&2; echo two >&2; echo three >&2; echo four >&2; exit 3"])
+            .output()
+            .unwrap_err();
+        let text = err.to_string();
+        assert!(text.starts_with("sh -c "), "{text}");
+        assert!(text.contains("exit status: 3"), "{text}");
+        assert!(text.ends_with("one; two; three"), "{text}");
+    }
+
+    #[test]
+    fn a_missing_program_is_a_spawn_error() {
+        let err = Command::new("/no/such/runtime").output().unwrap_err();
+        assert!(matches!(err, Error::Spawn { .. }), "{err}");
+    }
+
+    #[test]
+    fn a_slow_child_is_killed_at_the_timeout() {
+        let start = Instant::now();
+        let err = Command::new("/bin/sleep")
+            .arg("5")
+            .timeout(Duration::from_millis(100))
+            .output()
+            .unwrap_err();
+        assert!(matches!(err, Error::Timeout { .. }), "{err}");
+        assert!(start.elapsed() < Duration::from_secs(2));
+    }
+
+    #[test]
+    fn stdin_is_fed_and_large_output_does_not_block() {
+        let input = vec![b'x'; 300_000];
+        let out = Command::new("/bin/cat").stdin(input.clone()).output().unwrap();
+        assert_eq!(out.stdout.len(), input.len());
+    }
+}

@@ -1,0 +1,123 @@
+//! What brig asks of a runtime, independent of its dialect.
+//!
+//! The engine speaks only this vocabulary; each adapter turns it into its
+//! binary's argv and parses that binary's answers. Every value the guest
+//! should see travels in the child process's environment, named by a bare
+//! `-e NAME` in argv (see [`crate::process`]).
+
+use std::collections::BTreeMap;
+use std::path::PathBuf;
+
+use super::{Error, Isolation, Kind};
+use crate::process::Command;
+
+/// Labels brig puts on every sandbox it boots, so the runtime itself can say
+/// what a sandbox is even when the session index is gone.
+pub mod label {
+    pub const AGENT: &str = "sh.brig.agent";
+    pub const LABEL: &str = "sh.brig.label";
+    pub const HOME: &str = "sh.brig.home";
+    pub const HOME_CREATED: &str = "sh.brig.home-created";
+    pub const PROJECT: &str = "sh.brig.project";
+    pub const NETWORK: &str = "sh.brig.network";
+    pub const ISOLATION: &str = "sh.brig.isolation";
+}
+
+/// A sandbox's state as the runtime reports it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum State {
+    Running,
+    Stopped,
+}
+
+/// One row of a listing.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Listed {
+    pub name: String,
+    pub state: State,
+    pub labels: BTreeMap<String, String>,
+}
+
+/// A mount of a sandbox, read back from the runtime.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Mount {
+    pub source: PathBuf,
+    pub destination: PathBuf,
+}
+
+/// A tmpfs to mount at creation.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Tmpfs {
+    pub path: String,
+    pub options: String,
+}
+
+/// Where a new sandbox's network comes from.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum NetworkAttach {
+    /// No network at all.
+    None,
+    /// A named network brig created.
+    Named(String),
+}
+
+/// Everything needed to create and start a sandbox.
+#[derive(Debug, Clone)]
+pub struct BootSpec {
+    pub name: String,
+    pub image: String,
+    pub mem_mb: u32,
+    pub cpus: u32,
+    pub pull: Option<&'static str>,
+    pub network: NetworkAttach,
+    /// Read-write bind mounts: host → guest.
+    pub binds: Vec<(PathBuf, String)>,
+    pub tmpfs: Vec<Tmpfs>,
+    /// Variables set for the sandbox's whole life: name → value. The value
+    /// goes to the runtime child's environment, the name alone to argv.
+    pub env: Vec<(String, String)>,
+    pub labels: Vec<(String, String)>,
+}
+
+/// A command to run in a sandbox.
+#[derive(Debug, Clone, Default)]
+pub struct ExecSpec {
+    pub argv: Vec<String>,
+    pub workdir: Option<String>,
+    pub env: Vec<(String, String)>,
+    /// Allocate a terminal (the caller checked stdin is one).
+    pub tty: bool,
+    /// Keep stdin open for the command.
+    pub interactive: bool,
+}
+
+/// The command that parks a sandbox's PID 1. It must exit on SIGTERM: a PID 1
+/// without a handler ignores the signal, and every stop would then wait out
+/// the runtime's grace period before the kill.
+pub const PARK: [&str; 3] = ["sh", "-c", "trap 'exit 0' TERM INT; while :; do sleep 3600 & wait $!; done"];
+
+/// A runtime adapter.
+pub trait Runtime: std::fmt::Debug + Send + Sync {
+    fn kind(&self) -> Kind;
+    fn bin(&self) -> &std::path::Path;
+    /// The isolation a new sandbox gets on this runtime as configured.
+    fn isolation(&self) -> Result<Isolation, Error>;
+    /// Every sandbox whose name starts with `brig-`, in one runtime call.
+    fn list(&self) -> Result<Vec<Listed>, Error>;
+    /// The mounts of one sandbox; `None` when it does not exist.
+    fn mounts(&self, name: &str) -> Result<Option<Vec<Mount>>, Error>;
+    fn boot(&self, spec: &BootSpec) -> Result<(), Error>;
+    fn start(&self, name: &str) -> Result<(), Error>;
+    fn stop(&self, name: &str) -> Result<(), Error>;
+    fn remove(&self, name: &str) -> Result<(), Error>;
+    /// Create a network unless it exists; `isolate` cuts it off from the
+    /// runtime's other networks where the runtime needs to be told.
+    fn ensure_network(&self, name: &str, isolate: bool) -> Result<(), Error>;
+    /// Remove a network; a missing one is not an error.
+    fn remove_network(&self, name: &str) -> Result<(), Error>;
+    /// The command that runs `spec` in the sandbox; the caller chooses to
+    /// capture it, wait for it, or hand the terminal over to it.
+    fn exec(&self, name: &str, spec: &ExecSpec) -> Command;
+    fn logs(&self, name: &str, follow: bool, tail: Option<u32>) -> Command;
+}

@@ -1,0 +1,488 @@
+//! The docker-compatible family: nerdctl, podman and docker.
+//!
+//! The three share most of their command line; where they differ (the shape
+//! of `ps`, how a sandbox is handed to a VM shim, how a network is cut off
+//! from the others) the difference is a `match` on [`Kind`] in this file, and
+//! each parser is tested on output captured from the real binary.
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use serde::Deserialize;
+
+use super::adapter::{BootSpec, ExecSpec, Listed, Mount, NetworkAttach, Runtime, State};
+use super::{Error, Isolation, Kind, isolation_of};
+use crate::process::{self, Command};
+use crate::session::reference::SANDBOX_PREFIX;
+
+/// A listing or inspect that takes longer than this is treated as an
+/// unreachable runtime rather than left to hang a command.
+const QUERY_TIMEOUT: Duration = Duration::from_secs(10);
+
+#[derive(Debug, Clone)]
+pub struct OciCli {
+    kind: Kind,
+    bin: PathBuf,
+    /// nerdctl only: the containerd shim a sandbox is handed to.
+    shim: Option<String>,
+}
+
+impl OciCli {
+    pub fn new(kind: Kind, bin: PathBuf, shim: Option<String>) -> Self {
+        OciCli { kind, bin, shim }
+    }
+
+    fn cmd(&self) -> Command {
+        Command::new(&self.bin)
+    }
+
+    /// Run a query whose failure means "the runtime cannot be asked".
+    fn query(&self, cmd: Command) -> Result<String, Error> {
+        cmd.timeout(QUERY_TIMEOUT)
+            .output()
+            .map(|o| o.stdout)
+            .map_err(|e| self.unreachable(&e))
+    }
+
+    fn unreachable(&self, err: &process::Error) -> Error {
+        let words = match err {
+            process::Error::Failed { status, stderr, .. } => {
+                let said = runtime_words(stderr);
+                if said.is_empty() { status.to_string() } else { format!("{status}: {said}") }
+            }
+            other => other.to_string(),
+        };
+        Error::Unreachable {
+            runtime: self.kind,
+            words,
+        }
+    }
+
+    /// Run an operation on one sandbox; "no such container" becomes
+    /// [`Error::NoSuchSandbox`].
+    fn operate(&self, cmd: Command, name: &str) -> Result<(), Error> {
+        match cmd.output() {
+            Ok(_) => Ok(()),
+            Err(err) => {
+                let said = err.stderr().map(runtime_words).unwrap_or_default();
+                if is_missing(&said) {
+                    Err(Error::NoSuchSandbox { name: name.to_owned() })
+                } else {
+                    Err(Error::Operation {
+                        runtime: self.kind,
+                        command: cmd.display(),
+                        words: if said.is_empty() { err.to_string() } else { said },
+                    })
+                }
+            }
+        }
+    }
+}
+
+/// nerdctl logs through logrus (`time=… level=fatal msg="…"`); keep only the
+/// message, unescaped, so errors read as the runtime meant them.
+pub fn runtime_words(stderr: &str) -> String {
+    let lines: Vec<String> = stderr
+        .lines()
+        .map(str::trim)
+        .filter(|l| !l.is_empty())
+        .map(|line| match line.find("msg=\"") {
+            Some(at) => {
+                let msg = &line[at + 5..];
+                let msg = msg.strip_suffix('"').unwrap_or(msg);
+                msg.replace("\\n", " ").replace("\\\"", "\"")
+            }
+            None => line.strip_prefix("Error: ").unwrap_or(line).to_owned(),
+        })
+        .collect();
+    process::first_lines(&lines.join("\n"))
+}
+
+fn is_missing(words: &str) -> bool {
+    ["no such container", "no such object", "no container with name"]
+        .iter()
+        .any(|needle| words.contains(needle))
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(rename_all = "PascalCase")]
+struct PsLine {
+    names: String,
+    status: String,
+    #[serde(default)]
+    state: Option<String>,
+    #[serde(default)]
+    labels: Option<Labels>,
+}
+
+/// nerdctl prints labels as an object, docker as `k=v,k=v`.
+#[derive(Debug, Deserialize)]
+#[serde(untagged)]
+enum Labels {
+    Map(BTreeMap<String, String>),
+    Text(String),
+}
+
+impl Labels {
+    fn into_map(self) -> BTreeMap<String, String> {
+        match self {
+            Labels::Map(map) => map,
+            Labels::Text(text) => text
+                .split(',')
+                .filter_map(|kv| kv.split_once('='))
+                .map(|(k, v)| (k.to_owned(), v.to_owned()))
+                .collect(),
+        }
+    }
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(rename_all = "PascalCase")]
+struct PodmanPs {
+    names: Vec<String>,
+    state: String,
+    #[serde(default)]
+    labels: Option<BTreeMap<String, String>>,
+}
+
+fn state_of(word: &str) -> State {
+    // "Up", "Up 3 seconds", "running" are running; "Exited (0) …", "Created",
+    // "exited", "created", "stopped", "paused" all mean not running now.
+    let word = word.trim().to_ascii_lowercase();
+    if word == "running" || word.starts_with("up") { State::Running } else { State::Stopped }
+}
+
+/// Parse `ps -a` output in `kind`'s dialect, keeping brig's sandboxes only.
+pub fn parse_list(kind: Kind, stdout: &str) -> Result<Vec<Listed>, serde_json::Error> {
+    let mut rows = Vec::new();
+    match kind {
+        Kind::Podman => {
+            let text = stdout.trim();
+            let entries: Vec<PodmanPs> = if text.is_empty() { Vec::new() } else { serde_json::from_str(text)? };
+            for entry in entries {
+                for name in entry.names {
+                    rows.push(Listed {
+                        name,
+                        state: state_of(&entry.state),
+                        labels: entry.labels.clone().unwrap_or_default(),
+                    });
+                }
+            }
+        }
+        _ => {
+            for line in stdout.lines().filter(|l| !l.trim().is_empty()) {
+                let entry: PsLine = serde_json::from_str(line)?;
+                let state = state_of(entry.state.as_deref().unwrap_or(&entry.status));
+                rows.push(Listed {
+                    name: entry.names,
+                    state,
+                    labels: entry.labels.map(Labels::into_map).unwrap_or_default(),
+                });
+            }
+        }
+    }
+    rows.retain(|r| r.name.starts_with(SANDBOX_PREFIX));
+    rows.sort_by(|a, b| a.name.cmp(&b.name));
+    Ok(rows)
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(rename_all = "PascalCase")]
+struct Inspected {
+    #[serde(default)]
+    mounts: Vec<InspectedMount>,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(rename_all = "PascalCase")]
+struct InspectedMount {
+    #[serde(default)]
+    source: PathBuf,
+    destination: PathBuf,
+}
+
+/// Parse `inspect <name>` (a JSON array of one object) into its mounts.
+pub fn parse_mounts(stdout: &str) -> Result<Vec<Mount>, serde_json::Error> {
+    let entries: Vec<Inspected> = serde_json::from_str(stdout.trim())?;
+    Ok(entries
+        .into_iter()
+        .flat_map(|e| e.mounts)
+        .map(|m| Mount {
+            source: m.source,
+            destination: m.destination,
+        })
+        .collect())
+}
+
+impl Runtime for OciCli {
+    fn kind(&self) -> Kind {
+        self.kind
+    }
+
+    fn bin(&self) -> &Path {
+        &self.bin
+    }
+
+    fn isolation(&self) -> Result<Isolation, Error> {
+        match self.kind {
+            Kind::Nerdctl => {
+                let shim = self.shim.as_deref().unwrap_or_default();
+                isolation_of(shim).ok_or_else(|| Error::UnknownShim { shim: shim.to_owned() })
+            }
+            Kind::Podman => {
+                let name = self.query(self.cmd().args(["info", "--format", "{{.Host.OCIRuntime.Name}}"]))?;
+                let name = name.trim();
+                isolation_of(name).ok_or_else(|| Error::UnknownShim { shim: name.to_owned() })
+            }
+            // A docker engine runs containers unless configured otherwise; brig
+            // reports the weaker class rather than guess.
+            Kind::Docker | Kind::Hull => Ok(Isolation::Container),
+        }
+    }
+
+    fn list(&self) -> Result<Vec<Listed>, Error> {
+        let format = match self.kind {
+            Kind::Podman => "json",
+            _ => "{{json .}}",
+        };
+        let stdout = self.query(self.cmd().args(["ps", "-a", "--format", format]))?;
+        parse_list(self.kind, &stdout).map_err(|source| Error::Unparsable {
+            runtime: self.kind,
+            what: "ps",
+            source,
+        })
+    }
+
+    fn mounts(&self, name: &str) -> Result<Option<Vec<Mount>>, Error> {
+        let cmd = self.cmd().args(["inspect", "--type", "container", name]).timeout(QUERY_TIMEOUT);
+        match cmd.output() {
+            Ok(out) => parse_mounts(&out.stdout).map(Some).map_err(|source| Error::Unparsable {
+                runtime: self.kind,
+                what: "inspect",
+                source,
+            }),
+            Err(err) if err.stderr().map(runtime_words).is_some_and(|w| is_missing(&w)) => Ok(None),
+            Err(err) => Err(self.unreachable(&err)),
+        }
+    }
+
+    fn boot(&self, spec: &BootSpec) -> Result<(), Error> {
+        let mut cmd = self.cmd().args(["run", "--detach", "--name", &spec.name]);
+        if let (Kind::Nerdctl, Some(shim)) = (self.kind, &self.shim) {
+            cmd = cmd.args(["--runtime", shim]);
+        }
+        cmd = cmd
+            .args(["--memory", &format!("{}m", spec.mem_mb)])
+            .args(["--cpus", &spec.cpus.to_string()]);
+        if let Some(pull) = spec.pull {
+            cmd = cmd.arg(format!("--pull={pull}"));
+        }
+        cmd = match &spec.network {
+            NetworkAttach::None => cmd.args(["--network", "none"]),
+            NetworkAttach::Named(net) => cmd.args(["--network", net]),
+        };
+        for (host, guest) in &spec.binds {
+            cmd = cmd.arg("-v").arg(format!("{}:{guest}", host.display()));
+        }
+        for tmpfs in &spec.tmpfs {
+            cmd = cmd.arg("--tmpfs").arg(format!("{}:{}", tmpfs.path, tmpfs.options));
+        }
+        for (key, value) in &spec.labels {
+            cmd = cmd.arg("--label").arg(format!("{key}={value}"));
+        }
+        for (name, value) in &spec.env {
+            cmd = cmd.args(["-e", name]).env(name, value);
+        }
+        cmd = cmd.arg(&spec.image).args(super::adapter::PARK);
+        self.operate(cmd, &spec.name)
+    }
+
+    fn start(&self, name: &str) -> Result<(), Error> {
+        self.operate(self.cmd().args(["start", name]), name)
+    }
+
+    fn stop(&self, name: &str) -> Result<(), Error> {
+        self.operate(self.cmd().args(["stop", name]), name)
+    }
+
+    fn remove(&self, name: &str) -> Result<(), Error> {
+        self.operate(self.cmd().args(["rm", "-f", name]), name)
+    }
+
+    fn ensure_network(&self, name: &str, isolate: bool) -> Result<(), Error> {
+        let mut cmd = self.cmd().args(["network", "create"]);
+        // podman bridges reach each other through the host unless told not to.
+        if isolate && self.kind == Kind::Podman {
+            cmd = cmd.args(["--opt", "isolate=true"]);
+        }
+        cmd = cmd.arg(name);
+        match cmd.output() {
+            Ok(_) => Ok(()),
+            Err(err) if err.stderr().is_some_and(|s| s.contains("already exists")) => Ok(()),
+            Err(err) => Err(Error::Operation {
+                runtime: self.kind,
+                command: cmd.display(),
+                words: err.stderr().map(runtime_words).unwrap_or_else(|| err.to_string()),
+            }),
+        }
+    }
+
+    fn remove_network(&self, name: &str) -> Result<(), Error> {
+        let cmd = self.cmd().args(["network", "rm", name]);
+        match cmd.output() {
+            Ok(_) => Ok(()),
+            Err(err)
+                if err
+                    .stderr()
+                    .is_some_and(|s| s.contains("no such network") || s.contains("network not found")) =>
+            {
+                Ok(())
+            }
+            Err(err) => Err(Error::Operation {
+                runtime: self.kind,
+                command: cmd.display(),
+                words: err.stderr().map(runtime_words).unwrap_or_else(|| err.to_string()),
+            }),
+        }
+    }
+
+    fn exec(&self, name: &str, spec: &ExecSpec) -> Command {
+        let mut cmd = self.cmd().arg("exec");
+        if spec.interactive {
+            cmd = cmd.arg("-i");
+        }
+        if spec.tty {
+            cmd = cmd.arg("-t");
+        }
+        if let Some(dir) = &spec.workdir {
+            cmd = cmd.args(["-w", dir]);
+        }
+        for (key, value) in &spec.env {
+            cmd = cmd.args(["-e", key]).env(key, value);
+        }
+        cmd.arg(name).args(&spec.argv)
+    }
+
+    fn logs(&self, name: &str, follow: bool, tail: Option<u32>) -> Command {
+        let mut cmd = self.cmd().arg("logs");
+        if follow {
+            cmd = cmd.arg("--follow");
+        }
+        if let Some(n) = tail {
+            cmd = cmd.args(["--tail", &n.to_string()]);
+        }
+        cmd.arg(name)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn testdata(name: &str) -> String {
+        std::fs::read_to_string(Path::new(env!("CARGO_MANIFEST_DIR")).join("src/runtime/testdata").join(name))
+            .unwrap_or_else(|e| panic!("{name}: {e}"))
+    }
+
+    #[test]
+    fn nerdctl_ps_json_lines() {
+        let rows = parse_list(Kind::Nerdctl, &testdata("nerdctl-ps-a-json.txt")).unwrap();
+        let states: Vec<(&str, State)> = rows.iter().map(|r| (r.name.as_str(), r.state)).collect();
+        assert!(states.contains(&("brig-probe", State::Running)), "{states:?}");
+        assert!(states.contains(&("brig-probe-stopped", State::Stopped)), "{states:?}");
+        let probe = rows.iter().find(|r| r.name == "brig-probe").unwrap();
+        assert_eq!(probe.labels.get("nerdctl/name").map(String::as_str), Some("brig-probe"));
+    }
+
+    #[test]
+    fn podman_ps_json_array() {
+        let rows = parse_list(Kind::Podman, &testdata("podman-ps-a-json.txt")).unwrap();
+        assert!(rows.iter().any(|r| r.name == "brig-probe" && r.state == State::Running), "{rows:?}");
+        assert!(rows.iter().any(|r| r.state == State::Stopped), "{rows:?}");
+    }
+
+    #[test]
+    fn empty_listings() {
+        assert!(parse_list(Kind::Nerdctl, "").unwrap().is_empty());
+        assert!(parse_list(Kind::Podman, "[]\n").unwrap().is_empty());
+        assert!(parse_list(Kind::Podman, "").unwrap().is_empty());
+    }
+
+    #[test]
+    fn docker_labels_as_text() {
+        let line = r#"{"Names":"brig-x","Status":"Up 2 seconds","State":"running","Labels":"sh.brig.agent=x,other=1"}"#;
+        let rows = parse_list(Kind::Docker, line).unwrap();
+        assert_eq!(rows[0].labels.get("sh.brig.agent").map(String::as_str), Some("x"));
+        assert_eq!(rows[0].state, State::Running);
+    }
+
+    #[test]
+    fn foreign_containers_are_not_listed() {
+        let line = r#"{"Names":"postgres","Status":"Up","Labels":{}}"#;
+        assert!(parse_list(Kind::Nerdctl, line).unwrap().is_empty());
+    }
+
+    #[test]
+    fn inspect_mounts_both_dialects() {
+        for file in ["nerdctl-inspect.json", "podman-inspect.json"] {
+            let mounts = parse_mounts(&testdata(file)).unwrap();
+            assert!(
+                mounts.iter().any(|m| m.destination == Path::new("/guest") && m.source == Path::new("/tmp/probe-host")),
+                "{file}: {mounts:?}"
+            );
+        }
+    }
+
+    #[test]
+    fn runtime_words_unwrap_logrus_and_error_prefixes() {
+        assert_eq!(
+            runtime_words(&testdata("nerdctl-ps-containerd-down.stderr")),
+            "cannot access containerd socket \"/run/containerd/containerd.sock\": no such file or directory"
+        );
+        assert_eq!(runtime_words(&testdata("nerdctl-rm-missing.stderr")), "1 errors: no such container: brig-nope");
+        assert!(runtime_words(&testdata("podman-rm-missing.stderr")).starts_with("no container with name"));
+    }
+
+    #[test]
+    fn missing_sandbox_is_recognised_in_every_dialect() {
+        for file in [
+            "nerdctl-rm-missing.stderr",
+            "nerdctl-stop-missing.stderr",
+            "nerdctl-exec-missing.stderr",
+            "nerdctl-inspect-missing.stderr",
+            "podman-rm-missing.stderr",
+            "podman-stop-missing.stderr",
+            "podman-inspect-missing.stderr",
+        ] {
+            assert!(is_missing(&runtime_words(&testdata(file))), "{file}");
+        }
+        assert!(!is_missing(&runtime_words(&testdata("nerdctl-ps-containerd-down.stderr"))));
+    }
+
+    #[test]
+    fn boot_argv_names_values_only_by_name() {
+        let rt = OciCli::new(Kind::Nerdctl, "/bin/false".into(), Some("io.containerd.runc.v2".into()));
+        let spec = BootSpec {
+            name: "brig-a".into(),
+            image: "img".into(),
+            mem_mb: 256,
+            cpus: 1,
+            pull: Some("never"),
+            network: NetworkAttach::None,
+            binds: vec![("/h".into(), "/root".into())],
+            tmpfs: vec![super::super::adapter::Tmpfs {
+                path: "/root/.mem".into(),
+                options: "size=16m,mode=0700,nodev,nosuid".into(),
+            }],
+            env: vec![("TOKEN".into(), "s3cret".into())],
+            labels: vec![("sh.brig.agent".into(), "a".into())],
+        };
+        let err = rt.boot(&spec).unwrap_err();
+        let text = err.to_string();
+        assert!(text.contains("-e TOKEN "), "{text}");
+        assert!(!text.contains("s3cret"), "{text}");
+        assert!(text.contains("--runtime io.containerd.runc.v2"), "{text}");
+        assert!(text.contains("--tmpfs /root/.mem:size=16m,mode=0700,nodev,nosuid"), "{text}");
+    }
+}

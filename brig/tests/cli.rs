@@ -1,0 +1,291 @@
+//! The `brig` binary as a user runs it: scratch HOME, state and profile
+//! directories, no runtime needed. Each test asserts the exit code and the
+//! specific output, not merely success or failure.
+
+use std::path::PathBuf;
+
+use serde_json::Value;
+
+/// A scratch world for one test: its own HOME, state dir and profile dir.
+struct Scratch {
+    root: PathBuf,
+}
+
+struct Run {
+    code: i32,
+    stdout: String,
+    stderr: String,
+}
+
+impl Run {
+    fn json(&self) -> Value {
+        serde_json::from_str(self.stdout.trim_end().lines().last().unwrap_or_default())
+            .unwrap_or_else(|e| panic!("stdout is not JSON ({e}): {}", self.stdout))
+    }
+}
+
+impl Scratch {
+    fn new(name: &str) -> Scratch {
+        let root = std::env::temp_dir().join(format!("brig-cli-{}-{name}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&root);
+        for dir in ["home", "state", "profiles", "bin"] {
+            std::fs::create_dir_all(root.join(dir)).unwrap();
+        }
+        Scratch { root }
+    }
+
+    fn path(&self, rel: &str) -> PathBuf {
+        self.root.join(rel)
+    }
+
+    fn state(&self) -> PathBuf {
+        self.path("state")
+    }
+
+    fn write_profile(&self, file: &str, text: &str) {
+        std::fs::write(self.path("profiles").join(file), text).unwrap();
+    }
+
+    /// Run brig with only the scratch environment (plus `extra`), so the
+    /// user's own brig state can never leak into a test.
+    fn brig_env(&self, args: &[&str], extra: &[(&str, &str)]) -> Run {
+        let mut env: Vec<(String, String)> = vec![
+            ("HOME".into(), self.path("home").display().to_string()),
+            ("BRIG_STATE_DIR".into(), self.state().display().to_string()),
+            ("BRIG_PROFILE_DIR".into(), self.path("profiles").display().to_string()),
+            // An empty PATH dir: no runtime is found unless a test puts one there.
+            ("PATH".into(), self.path("bin").display().to_string()),
+        ];
+        env.extend(extra.iter().map(|(k, v)| ((*k).to_owned(), (*v).to_owned())));
+        let out = duct::cmd(env!("CARGO_BIN_EXE_brig"), args)
+            .full_env(env)
+            .stdin_null()
+            .stdout_capture()
+            .stderr_capture()
+            .unchecked()
+            .run()
+            .expect("brig runs");
+        Run {
+            code: out.status.code().expect("brig exits, not killed"),
+            stdout: String::from_utf8(out.stdout).unwrap(),
+            stderr: String::from_utf8(out.stderr).unwrap(),
+        }
+    }
+
+    fn brig(&self, args: &[&str]) -> Run {
+        self.brig_env(args, &[])
+    }
+}
+
+impl Drop for Scratch {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.root);
+    }
+}
+
+fn assert_exit(run: &Run, code: i32, stderr_has: &[&str]) {
+    assert_eq!(run.code, code, "exit code; stdout:\n{}\nstderr:\n{}", run.stdout, run.stderr);
+    for needle in stderr_has {
+        assert!(run.stderr.contains(needle), "stderr lacks {needle:?}:\n{}", run.stderr);
+    }
+}
+
+#[test]
+fn malformed_refs_are_usage_errors() {
+    let s = Scratch::new("refs");
+    for (reference, keyword) in [
+        ("claude@@x", "more than one @"),
+        ("@x", "names no agent"),
+        ("claude@", "gives no label"),
+        ("claude@---", "no usable characters"),
+    ] {
+        let run = s.brig(&["info", reference]);
+        assert_exit(&run, 2, &[keyword]);
+    }
+    let run = s.brig(&["info", "claude@Refactor"]);
+    assert_exit(&run, 2, &["\"refactor\""]);
+    assert!(!run.stderr.contains("brig-claude-code-Refactor"), "{}", run.stderr);
+}
+
+#[test]
+fn unknown_agent_is_not_found() {
+    let s = Scratch::new("unknown");
+    let run = s.brig(&["info", "nosuch"]);
+    assert_exit(&run, 3, &["unknown agent \"nosuch\"", "brig agent ls"]);
+}
+
+#[test]
+fn info_reports_sandbox_and_default_home() {
+    let s = Scratch::new("info");
+    let run = s.brig(&["info", "claude@refactor", "--json"]);
+    assert_exit(&run, 0, &[]);
+    let json = run.json();
+    assert_eq!(json["apiVersion"], "brig.sh/v1alpha1");
+    assert_eq!(json["kind"], "Info");
+    assert_eq!(json["data"]["sandbox"], "brig-claude-code-refactor");
+    assert_eq!(json["data"]["agent"], "claude-code");
+    assert_eq!(json["data"]["ref"], "claude@refactor");
+    let home = s.state().join("homes/brig-claude-code-refactor");
+    assert_eq!(json["data"]["workspace"], home.display().to_string());
+    assert_eq!(json["data"]["workspaceSource"], "default");
+    assert_eq!(json["data"]["network"], "isolated");
+    assert_eq!(json["data"]["verify"], "warn");
+    assert!(json["data"]["runtime"].is_null(), "no runtime on the scratch PATH: {json}");
+    // info boots nothing and creates nothing.
+    assert!(!home.exists());
+}
+
+#[test]
+fn named_home_gets_the_label_suffix() {
+    let s = Scratch::new("named-home");
+    let run = s.brig(&["info", "claude@refactor", "--home", "/x", "--json"]);
+    assert_exit(&run, 0, &[]);
+    assert_eq!(run.json()["data"]["workspace"], "/x-refactor");
+    assert_eq!(run.json()["data"]["workspaceSource"], "named");
+
+    let run = s.brig_env(&["info", "claude", "--json"], &[("BRIG_WORKSPACE", "/w")]);
+    assert_eq!(run.json()["data"]["workspace"], "/w");
+    let run = s.brig_env(&["info", "claude@a", "--json"], &[("BRIG_CLAUDE_CODE_WORKSPACE", "/c"), ("BRIG_WORKSPACE", "/w")]);
+    assert_eq!(run.json()["data"]["workspace"], "/c-a");
+}
+
+#[test]
+fn info_human_output_names_every_part() {
+    let s = Scratch::new("info-human");
+    let run = s.brig(&["info", "codex"]);
+    assert_exit(&run, 0, &[]);
+    for needle in ["brig-codex", "none found", "isolated", "warn", "codex-stock"] {
+        assert!(run.stdout.contains(needle), "stdout lacks {needle:?}:\n{}", run.stdout);
+    }
+}
+
+#[test]
+fn agent_ls_lists_the_eight_builtins() {
+    let s = Scratch::new("agent-ls");
+    let run = s.brig(&["agent", "ls", "--json"]);
+    assert_exit(&run, 0, &[]);
+    let json = run.json();
+    assert_eq!(json["kind"], "AgentList");
+    let text = json["data"].to_string();
+    for name in ["claude-code", "claude-desktop", "codex", "cursor", "gemini", "grok", "opencode", "ubuntu"] {
+        assert!(text.contains(&format!("\"{name}\"")), "missing {name}: {text}");
+    }
+    let human = s.brig(&["agent", "ls"]);
+    assert_exit(&human, 0, &[]);
+    assert!(human.stdout.contains("claude-code") && human.stdout.contains("ubuntu"));
+}
+
+const CLAUDE_FILE_PROFILE: &str = "name: claude\nkind: shell\nimage: localhost/brig-lab/guest:latest\nguestHome: /root\nmem: 256\ncpus: 1\n";
+
+#[test]
+fn a_file_profile_named_claude_wins_over_the_alias() {
+    let s = Scratch::new("alias");
+    s.write_profile("mine.yaml", CLAUDE_FILE_PROFILE);
+    let run = s.brig(&["info", "claude", "--json"]);
+    assert_exit(&run, 0, &[]);
+    assert_eq!(run.json()["data"]["agent"], "claude");
+    assert_eq!(run.json()["data"]["sandbox"], "brig-claude");
+    // The built-in stays reachable by its full name.
+    let run = s.brig(&["info", "claude-code", "--json"]);
+    assert_eq!(run.json()["data"]["sandbox"], "brig-claude-code");
+}
+
+#[test]
+fn a_misspelled_field_is_refused_by_name() {
+    let s = Scratch::new("misspelled");
+    s.write_profile("typo.yaml", &CLAUDE_FILE_PROFILE.replace("name: claude", "name: typo").replace("guestHome", "guestHom"));
+    let run = s.brig(&["agent", "ls"]);
+    assert_exit(&run, 0, &["guestHom", "typo.yaml"]);
+    let run = s.brig(&["info", "typo"]);
+    assert_exit(&run, 3, &["guestHom"]);
+}
+
+#[test]
+fn version_prints_the_build_facts() {
+    let s = Scratch::new("version");
+    let run = s.brig(&["version", "--json"]);
+    assert_exit(&run, 0, &[]);
+    let json = run.json();
+    assert_eq!(json["kind"], "Version");
+    let data = &json["data"];
+    assert!(data["modified"].is_boolean(), "{json}");
+    let version = data["version"].as_str().unwrap();
+    assert!(version == "dev" || version.starts_with('v'), "{version}");
+    if version != "dev" {
+        assert_eq!(data["commit"].as_str().unwrap().len(), 40, "{json}");
+        assert!(data["commitTime"].is_string(), "{json}");
+    }
+    let plain = s.brig(&["--version"]);
+    assert_exit(&plain, 0, &[]);
+    assert!(plain.stdout.starts_with(&format!("brig {version} (")), "{}", plain.stdout);
+    assert!(plain.stdout.contains("rustc "), "{}", plain.stdout);
+    let verb = s.brig(&["version"]);
+    assert_eq!(verb.stdout, plain.stdout);
+}
+
+#[test]
+fn usage_mistakes_exit_2() {
+    let s = Scratch::new("usage");
+    assert_exit(&s.brig(&["frobnicate"]), 2, &[]);
+    assert_exit(&s.brig(&["run"]), 2, &[]);
+    assert_exit(&s.brig(&["sh"]), 2, &[]);
+    assert_exit(&s.brig(&["agent"]), 2, &[]);
+    assert_exit(&s.brig(&["run", "--frob", "claude"]), 2, &["--frob", "agent"]);
+    assert_exit(&s.brig(&["--frob", "run", "claude"]), 2, &["--frob"]);
+    assert_exit(&s.brig(&["run", "--mem", "0", "claude"]), 2, &["--mem"]);
+    assert_exit(&s.brig(&["run", "--cpus", "two", "claude"]), 2, &["--cpus"]);
+    assert_exit(&s.brig(&["run", "--offline", "--network", "shared", "claude"]), 2, &["--offline"]);
+    assert_exit(&s.brig(&["run", "--network", "bridged", "claude"]), 2, &["bridged"]);
+    assert_exit(&s.brig(&["run", "--no-project", "claude", "/tmp"]), 2, &["--no-project"]);
+    assert_exit(&s.brig(&["sh", "--no-project", "claude"]), 2, &["--no-project"]);
+    assert_exit(&s.brig(&["run", "--name", "x", "claude@y"]), 2, &["--name"]);
+}
+
+#[test]
+fn unrecognised_setting_values_exit_2_naming_variable_and_values() {
+    let s = Scratch::new("settings");
+    let run = s.brig_env(&["info", "claude"], &[("BRIG_VERIFY", "maybe")]);
+    assert_exit(&run, 2, &["BRIG_VERIFY", "maybe", "require"]);
+    let run = s.brig_env(&["info", "claude"], &[("BRIG_CLAUDE_CODE_NETWORK", "wide")]);
+    assert_exit(&run, 2, &["BRIG_CLAUDE_CODE_NETWORK", "wide", "isolated"]);
+}
+
+#[test]
+fn a_missing_project_is_a_general_failure_naming_it() {
+    let s = Scratch::new("project");
+    let missing = s.path("no-such-project");
+    let run = s.brig(&["run", "claude", missing.to_str().unwrap()]);
+    assert_exit(&run, 1, &[missing.to_str().unwrap()]);
+}
+
+#[test]
+fn a_runtime_setting_pointing_at_nothing_is_exit_4() {
+    let s = Scratch::new("runtime");
+    let run = s.brig_env(&["info", "claude"], &[("BRIG_RUNTIME_BIN", "/no/such/nerdctl")]);
+    assert_exit(&run, 4, &["BRIG_RUNTIME_BIN", "/no/such/nerdctl"]);
+    let run = s.brig_env(&["info", "claude"], &[("BRIG_RUNTIME", "lxc")]);
+    assert_exit(&run, 4, &["BRIG_RUNTIME", "lxc"]);
+}
+
+#[test]
+fn run_json_refusal_is_a_run_object_on_stdout() {
+    let s = Scratch::new("run-json");
+    let run = s.brig(&["--json", "run", "nosuch"]);
+    assert_exit(&run, 3, &["nosuch"]);
+    let json = run.json();
+    assert_eq!(json["kind"], "Run");
+    assert_eq!(json["data"]["ref"], "nosuch");
+    assert_eq!(json["data"]["stage"], "brig");
+    assert_eq!(json["data"]["exit"], 3);
+}
+
+#[test]
+fn completion_scripts_are_printed() {
+    let s = Scratch::new("completion");
+    for shell in ["bash", "zsh", "fish"] {
+        let run = s.brig(&["completion", shell]);
+        assert_exit(&run, 0, &[]);
+        assert!(run.stdout.contains("brig"), "{shell}");
+    }
+    assert_exit(&s.brig(&["completion", "tcsh"]), 2, &[]);
+}
