@@ -67,12 +67,7 @@ mod tests {
 
     #[test]
     fn without_history_there_is_no_commit() {
-        let info = BuildInfo {
-            version: "dev".into(),
-            commit: None,
-            commit_time: None,
-            modified: false,
-        };
+        let info = BuildInfo { version: "dev".into(), commit: None, commit_time: None, modified: false };
         assert!(info.line().starts_with("dev (rustc "));
         let json = serde_json::to_value(&info).unwrap();
         assert_eq!(json, serde_json::json!({"version": "dev", "modified": false}));

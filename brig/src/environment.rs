@@ -29,9 +29,7 @@ impl Environment {
         K: Into<String>,
         V: Into<String>,
     {
-        Environment {
-            vars: pairs.into_iter().map(|(k, v)| (k.into(), v.into())).collect(),
-        }
+        Environment { vars: pairs.into_iter().map(|(k, v)| (k.into(), v.into())).collect() }
     }
 
     /// A variable's value, with an empty value counted as unset: an exported

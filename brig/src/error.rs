@@ -26,9 +26,9 @@ pub enum Error {
         #[source]
         source: std::io::Error,
     },
-    /// The project named on the run line is not a directory brig can mount.
-    #[error("project {} {problem}", path.display())]
-    Project { path: PathBuf, problem: &'static str },
+    /// A destructive step needs a yes, and there is no terminal to ask.
+    #[error("{what} needs confirmation and there is no terminal to ask; pass {flag} to go ahead")]
+    NeedsConfirmation { what: String, flag: &'static str },
     /// Writing to our own stdout failed (other than a closed pipe, which is
     /// not an error: `brig ls | head -1` exits 0).
     #[error("cannot write to stdout")]
@@ -40,10 +40,6 @@ pub enum Error {
 
 impl Error {
     pub fn io(action: &'static str, path: impl Into<PathBuf>, source: std::io::Error) -> Self {
-        Error::Io {
-            action,
-            path: path.into(),
-            source,
-        }
+        Error::Io { action, path: path.into(), source }
     }
 }

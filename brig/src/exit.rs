@@ -32,6 +32,29 @@ impl From<Code> for std::process::ExitCode {
     }
 }
 
+/// How a command ends: with one of brig's codes, or, when brig ran the
+/// agent as its child (`run --json`), with the agent's own exit status.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Outcome {
+    Brig(Code),
+    Agent(u8),
+}
+
+impl From<Code> for Outcome {
+    fn from(code: Code) -> Self {
+        Outcome::Brig(code)
+    }
+}
+
+impl From<Outcome> for std::process::ExitCode {
+    fn from(outcome: Outcome) -> Self {
+        match outcome {
+            Outcome::Brig(code) => code.into(),
+            Outcome::Agent(status) => std::process::ExitCode::from(status),
+        }
+    }
+}
+
 /// The exit code for an error. Exhaustive on purpose: see the module docs.
 pub fn exit_code(err: &Error) -> Code {
     match err {
@@ -40,7 +63,7 @@ pub fn exit_code(err: &Error) -> Code {
         Error::Setting(_) => Code::Usage,
         Error::Runtime(e) => runtime_code(e),
         Error::Usage(_) => Code::Usage,
-        Error::Io { .. } | Error::Project { .. } | Error::Stdout(_) | Error::NoHome { .. } => Code::Failure,
+        Error::Io { .. } | Error::NeedsConfirmation { .. } | Error::Stdout(_) | Error::NoHome { .. } => Code::Failure,
     }
 }
 
@@ -82,6 +105,7 @@ fn session_code(err: &crate::session::Error) -> Code {
         E::NoStateDir
         | E::Symlink { .. }
         | E::NotADirectory { .. }
+        | E::NoProject { .. }
         | E::BadSandboxName { .. }
         | E::IndexCorrupt { .. }
         | E::IndexEncode { .. }
@@ -100,6 +124,11 @@ fn runtime_code(err: &crate::runtime::Error) -> Code {
         | E::NotYetSupported { .. } => Code::NoRuntime,
         E::NoSuchSandbox { .. } => Code::NotFound,
         E::ContainerRefused { .. } => Code::Unenforceable,
-        E::Unreachable { .. } | E::Unparsable { .. } | E::Operation { .. } | E::UnknownShim { .. } => Code::Failure,
+        E::Unreachable { .. }
+        | E::Unparsable { .. }
+        | E::Operation { .. }
+        | E::UnknownShim { .. }
+        | E::NotReady { .. }
+        | E::Process(_) => Code::Failure,
     }
 }

@@ -18,11 +18,7 @@ pub struct Envelope<T: Serialize> {
 
 impl<T: Serialize> Envelope<T> {
     pub fn new(kind: &'static str, data: T) -> Self {
-        Envelope {
-            api_version: API_VERSION,
-            kind,
-            data,
-        }
+        Envelope { api_version: API_VERSION, kind, data }
     }
 
     /// One compact line, as scripts read it.

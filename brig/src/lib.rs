@@ -5,6 +5,7 @@
 
 pub mod build_info;
 pub mod cli;
+pub mod engine;
 pub mod environment;
 pub mod error;
 pub mod exit;
@@ -17,4 +18,4 @@ pub mod settings;
 pub mod warn;
 
 pub use error::Error;
-pub use exit::Code;
+pub use exit::{Code, Outcome};

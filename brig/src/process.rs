@@ -29,11 +29,7 @@ pub enum Error {
         source: std::io::Error,
     },
     #[error("{command}: {status}{}", stderr_suffix(stderr))]
-    Failed {
-        command: String,
-        status: ExitStatus,
-        stderr: String,
-    },
+    Failed { command: String, status: ExitStatus, stderr: String },
     #[error("{command}: no answer within {}s", timeout.as_secs())]
     Timeout { command: String, timeout: Duration },
     #[error("cannot hand the terminal to {command}")]
@@ -77,13 +73,7 @@ pub struct Command {
 
 impl Command {
     pub fn new(program: impl Into<PathBuf>) -> Self {
-        Command {
-            program: program.into(),
-            args: Vec::new(),
-            env: Vec::new(),
-            stdin: None,
-            timeout: None,
-        }
+        Command { program: program.into(), args: Vec::new(), env: Vec::new(), stdin: None, timeout: None }
     }
 
     pub fn arg(mut self, arg: impl AsRef<str>) -> Self {
@@ -155,11 +145,7 @@ impl Command {
         if status.success() {
             Ok(Output { stdout, stderr })
         } else {
-            Err(Error::Failed {
-                command: self.display(),
-                status,
-                stderr: first_lines(&stderr),
-            })
+            Err(Error::Failed { command: self.display(), status, stderr: first_lines(&stderr) })
         }
     }
 
@@ -170,10 +156,8 @@ impl Command {
         cmd.stdin(if self.stdin.is_some() { Stdio::piped() } else { Stdio::null() })
             .stdout(Stdio::piped())
             .stderr(Stdio::piped());
-        let mut child = cmd.spawn().map_err(|source| Error::Spawn {
-            program: self.program.display().to_string(),
-            source,
-        })?;
+        let mut child =
+            cmd.spawn().map_err(|source| Error::Spawn { program: self.program.display().to_string(), source })?;
         // Feed stdin and drain both pipes on their own threads, so neither
         // side can fill a pipe buffer and wait on the other forever.
         let feeder = self.stdin.clone().zip(child.stdin.take()).map(|(bytes, mut pipe)| {
@@ -195,10 +179,7 @@ impl Command {
                     if start.elapsed() >= limit {
                         let _ = child.kill();
                         let _ = child.wait();
-                        return Err(Error::Timeout {
-                            command: self.display(),
-                            timeout: limit,
-                        });
+                        return Err(Error::Timeout { command: self.display(), timeout: limit });
                     }
                     std::thread::sleep(Duration::from_millis(5));
                 }
@@ -219,22 +200,28 @@ impl Command {
         self.std().status().map_err(|source| self.spawn_error(source))
     }
 
+    /// Start the command with stdout piped to the caller and stderr inherited,
+    /// for output that is streamed as it comes (`brig logs --follow`).
+    pub fn spawn_stdout(&self) -> Result<std::process::Child, Error> {
+        tracing::debug!("running {}", self.display());
+        self.std()
+            .stdin(Stdio::null())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::inherit())
+            .spawn()
+            .map_err(|source| self.spawn_error(source))
+    }
+
     /// Replace this process with the command: the terminal goes to the
     /// runtime and brig is gone. Returns only on failure.
     pub fn exec_replace(&self) -> Error {
         tracing::debug!("handing over to {}", self.display());
         let source = self.std().exec();
-        Error::Exec {
-            command: self.display(),
-            source,
-        }
+        Error::Exec { command: self.display(), source }
     }
 
     fn spawn_error(&self, source: std::io::Error) -> Error {
-        Error::Spawn {
-            program: self.program.display().to_string(),
-            source,
-        }
+        Error::Spawn { program: self.program.display().to_string(), source }
     }
 }
 
@@ -256,13 +243,7 @@ fn drain<R: Read + Send + 'static>(pipe: Option<R>) -> std::thread::JoinHandle<S
 
 /// The first few non-empty lines of a child's stderr, joined with "; ".
 pub fn first_lines(stderr: &str) -> String {
-    stderr
-        .lines()
-        .map(str::trim)
-        .filter(|l| !l.is_empty())
-        .take(STDERR_LINES)
-        .collect::<Vec<_>>()
-        .join("; ")
+    stderr.lines().map(str::trim).filter(|l| !l.is_empty()).take(STDERR_LINES).collect::<Vec<_>>().join("; ")
 }
 
 #[cfg(test)]
@@ -271,9 +252,7 @@ mod tests {
 
     #[test]
     fn values_travel_in_the_environment_not_argv() {
-        let cmd = Command::new("/bin/sh")
-            .args(["-c", "printf %s \"$TOKEN\""])
-            .env("TOKEN", "s3cret");
+        let cmd = Command::new("/bin/sh").args(["-c", "printf %s \"$TOKEN\""]).env("TOKEN", "s3cret");
         assert!(!cmd.display().contains("s3cret"));
         assert_eq!(cmd.output().unwrap().stdout, "s3cret");
     }
@@ -299,11 +278,7 @@ mod tests {
     #[test]
     fn a_slow_child_is_killed_at_the_timeout() {
         let start = Instant::now();
-        let err = Command::new("/bin/sleep")
-            .arg("5")
-            .timeout(Duration::from_millis(100))
-            .output()
-            .unwrap_err();
+        let err = Command::new("/bin/sleep").arg("5").timeout(Duration::from_millis(100)).output().unwrap_err();
         assert!(matches!(err, Error::Timeout { .. }), "{err}");
         assert!(start.elapsed() < Duration::from_secs(2));
     }

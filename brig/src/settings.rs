@@ -13,11 +13,7 @@ use crate::environment::Environment;
 #[derive(Debug, thiserror::Error, PartialEq, Eq)]
 pub enum Error {
     #[error("{source_name}={value:?} is not a valid value; valid values: {valid}")]
-    BadValue {
-        source_name: String,
-        value: String,
-        valid: &'static str,
-    },
+    BadValue { source_name: String, value: String, valid: &'static str },
     #[error("--offline cannot be combined with --network {network}")]
     OfflineWithNetwork { network: Network },
 }
@@ -164,10 +160,8 @@ pub fn parse_as<T: Enumerated>(source_name: &str, text: &str) -> Result<T, Error
 
 /// The per-agent variable name: `BRIG_CLAUDE_CODE_MEM` for (`claude-code`, `MEM`).
 pub fn agent_variable(agent: &str, key: &str) -> String {
-    let agent: String = agent
-        .chars()
-        .map(|c| if c.is_ascii_alphanumeric() { c.to_ascii_uppercase() } else { '_' })
-        .collect();
+    let agent: String =
+        agent.chars().map(|c| if c.is_ascii_alphanumeric() { c.to_ascii_uppercase() } else { '_' }).collect();
     format!("BRIG_{agent}_{key}")
 }
 
@@ -205,17 +199,11 @@ impl<'a> Settings<'a> {
         default: T,
     ) -> Result<Setting<T>, Error> {
         if let Some((flag, value)) = flag {
-            return Ok(Setting {
-                value,
-                source: Source::Flag(flag),
-            });
+            return Ok(Setting { value, source: Source::Flag(flag) });
         }
         if let Some((variable, text)) = self.variable(key) {
             let value = parse_as::<T>(&variable, text)?;
-            return Ok(Setting {
-                value,
-                source: Source::Env(variable),
-            });
+            return Ok(Setting { value, source: Source::Env(variable) });
         }
         let (value, source) = match (recorded, profile) {
             (Some(value), _) => (value, Source::Recorded),
@@ -277,9 +265,8 @@ mod tests {
     #[test]
     fn profile_is_used_below_env_and_record() {
         let env = env(&[]);
-        let got = Settings::new(&env, "a")
-            .resolve(None, "NETWORK", None, Some(Network::Shared), Network::Isolated)
-            .unwrap();
+        let got =
+            Settings::new(&env, "a").resolve(None, "NETWORK", None, Some(Network::Shared), Network::Isolated).unwrap();
         assert_eq!(got, Setting { value: Network::Shared, source: Source::Profile });
     }
 
@@ -289,10 +276,7 @@ mod tests {
     fn unknown_verify_value_is_refused_by_name(#[case] var: &str, #[case] value: &str, #[case] valid: &'static str) {
         let env = env(&[(var, value)]);
         let err = Settings::new(&env, "a").resolve(None, "VERIFY", None, None, Verify::Warn).unwrap_err();
-        assert_eq!(
-            err,
-            Error::BadValue { source_name: var.into(), value: value.into(), valid }
-        );
+        assert_eq!(err, Error::BadValue { source_name: var.into(), value: value.into(), valid });
         let text = err.to_string();
         assert!(text.contains(var) && text.contains(value) && text.contains("require"), "{text}");
     }

@@ -21,22 +21,20 @@ pub struct Warnings {
 impl Warnings {
     /// Warnings printed to stderr as they arise.
     pub fn stderr() -> Self {
-        Warnings {
-            lines: Vec::new(),
-            collect: false,
-        }
+        Warnings { lines: Vec::new(), collect: false }
     }
 
     /// Warnings kept for the caller (brigd's response).
     pub fn collected() -> Self {
-        Warnings {
-            lines: Vec::new(),
-            collect: true,
-        }
+        Warnings { lines: Vec::new(), collect: true }
     }
 
+    /// Add a line; the same line twice in one command is said once.
     pub fn push(&mut self, line: impl Into<String>) {
         let line = line.into();
+        if self.lines.contains(&line) {
+            return;
+        }
         if !self.collect {
             now(&line);
         }

@@ -145,7 +145,8 @@ fn named_home_gets_the_label_suffix() {
 
     let run = s.brig_env(&["info", "claude", "--json"], &[("BRIG_WORKSPACE", "/w")]);
     assert_eq!(run.json()["data"]["workspace"], "/w");
-    let run = s.brig_env(&["info", "claude@a", "--json"], &[("BRIG_CLAUDE_CODE_WORKSPACE", "/c"), ("BRIG_WORKSPACE", "/w")]);
+    let run =
+        s.brig_env(&["info", "claude@a", "--json"], &[("BRIG_CLAUDE_CODE_WORKSPACE", "/c"), ("BRIG_WORKSPACE", "/w")]);
     assert_eq!(run.json()["data"]["workspace"], "/c-a");
 }
 
@@ -175,7 +176,8 @@ fn agent_ls_lists_the_eight_builtins() {
     assert!(human.stdout.contains("claude-code") && human.stdout.contains("ubuntu"));
 }
 
-const CLAUDE_FILE_PROFILE: &str = "name: claude\nkind: shell\nimage: localhost/brig-lab/guest:latest\nguestHome: /root\nmem: 256\ncpus: 1\n";
+const CLAUDE_FILE_PROFILE: &str =
+    "name: claude\nkind: shell\nimage: localhost/brig-lab/guest:latest\nguestHome: /root\nmem: 256\ncpus: 1\n";
 
 #[test]
 fn a_file_profile_named_claude_wins_over_the_alias() {
@@ -193,7 +195,10 @@ fn a_file_profile_named_claude_wins_over_the_alias() {
 #[test]
 fn a_misspelled_field_is_refused_by_name() {
     let s = Scratch::new("misspelled");
-    s.write_profile("typo.yaml", &CLAUDE_FILE_PROFILE.replace("name: claude", "name: typo").replace("guestHome", "guestHom"));
+    s.write_profile(
+        "typo.yaml",
+        &CLAUDE_FILE_PROFILE.replace("name: claude", "name: typo").replace("guestHome", "guestHom"),
+    );
     let run = s.brig(&["agent", "ls"]);
     assert_exit(&run, 0, &["guestHom", "typo.yaml"]);
     let run = s.brig(&["info", "typo"]);

@@ -14,25 +14,9 @@ struct Step {
 }
 
 const STEPS: &[Step] = &[
-    Step {
-        what: "formatting",
-        args: &["fmt", "--all", "--check"],
-    },
-    Step {
-        what: "lints",
-        args: &[
-            "clippy",
-            "--workspace",
-            "--all-targets",
-            "--",
-            "-D",
-            "warnings",
-        ],
-    },
-    Step {
-        what: "unit and integration tests",
-        args: &["test", "--workspace"],
-    },
+    Step { what: "formatting", args: &["fmt", "--all", "--check"] },
+    Step { what: "lints", args: &["clippy", "--workspace", "--all-targets", "--", "-D", "warnings"] },
+    Step { what: "unit and integration tests", args: &["test", "--workspace"] },
 ];
 
 pub fn run(args: &[String]) -> anyhow::Result<()> {

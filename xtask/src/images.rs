@@ -61,10 +61,7 @@ struct Options {
 
 impl Options {
     fn parse(args: &[String]) -> Result<Self> {
-        let mut opts = Options {
-            out: None,
-            load: true,
-        };
+        let mut opts = Options { out: None, load: true };
         let mut args = args.iter();
         while let Some(arg) = args.next() {
             match arg.as_str() {
@@ -90,9 +87,8 @@ fn workspace_root() -> PathBuf {
 }
 
 fn default_out_dir() -> PathBuf {
-    let target = std::env::var_os("CARGO_TARGET_DIR")
-        .map(PathBuf::from)
-        .unwrap_or_else(|| workspace_root().join("target"));
+    let target =
+        std::env::var_os("CARGO_TARGET_DIR").map(PathBuf::from).unwrap_or_else(|| workspace_root().join("target"));
     target.join("lab-images")
 }
 
@@ -127,8 +123,7 @@ impl Inputs {
             .map(str::to_owned)
             .collect();
         let agent_path = workspace_root().join("lab/guest/lab-agent");
-        let lab_agent = std::fs::read(&agent_path)
-            .with_context(|| format!("reading {}", agent_path.display()))?;
+        let lab_agent = std::fs::read(&agent_path).with_context(|| format!("reading {}", agent_path.display()))?;
         Ok(Inputs {
             busybox,
             applets,
@@ -140,8 +135,7 @@ impl Inputs {
 }
 
 fn read_static_binary(path: &str, package: &str) -> Result<Vec<u8>> {
-    let bytes = std::fs::read(path)
-        .with_context(|| format!("reading {path} (install the {package} package)"))?;
+    let bytes = std::fs::read(path).with_context(|| format!("reading {path} (install the {package} package)"))?;
     // A dynamic binary would need a loader and libraries the image does not have.
     ensure!(
         !elf_has_interpreter(&bytes).with_context(|| format!("reading {path} as ELF"))?,
@@ -167,11 +161,7 @@ fn elf_has_interpreter(elf: &[u8]) -> Result<bool> {
     let uint = |at: usize, len: usize| -> Result<u64> {
         let raw = elf.get(at..at + len).context("truncated ELF header")?;
         let fold = |acc: u64, b: &u8| (acc << 8) | u64::from(*b);
-        Ok(if little {
-            raw.iter().rev().fold(0, fold)
-        } else {
-            raw.iter().fold(0, fold)
-        })
+        Ok(if little { raw.iter().rev().fold(0, fold) } else { raw.iter().fold(0, fold) })
     };
     let (phoff, phentsize, phnum) = if wide {
         (uint(0x20, 8)?, uint(0x36, 2)?, uint(0x38, 2)?)
@@ -217,65 +207,32 @@ fn guest_tree<'a>(inputs: &'a Inputs) -> BTreeMap<String, Node<'a>> {
 
     let mut tree = BTreeMap::new();
     let dir = |mode| Node::Dir { mode, owner: 0 };
-    for path in [
-        "bin",
-        "dev",
-        "etc",
-        "proc",
-        "sys",
-        "work",
-        "home",
-        "usr/local/bin",
-    ] {
+    for path in ["bin", "dev", "etc", "proc", "sys", "work", "home", "usr/local/bin"] {
         tree.insert(path.to_owned(), dir(0o755));
     }
     tree.insert("root".to_owned(), dir(0o700));
     tree.insert("tmp".to_owned(), dir(0o1777));
-    tree.insert(
-        "home/lab".to_owned(),
-        Node::Dir {
-            mode: 0o755,
-            owner: 1000,
-        },
-    );
+    tree.insert("home/lab".to_owned(), Node::Dir { mode: 0o755, owner: 1000 });
 
     for applet in &inputs.applets {
         let path = applet.trim().trim_start_matches('/');
         if !path.is_empty() && path != "bin/busybox" {
-            tree.insert(
-                path.to_owned(),
-                Node::Link {
-                    target: "/bin/busybox",
-                },
-            );
+            tree.insert(path.to_owned(), Node::Link { target: "/bin/busybox" });
         }
     }
-    let file = |mode, data: &'a [u8]| Node::File {
-        mode,
-        data: Cow::Borrowed(data),
-    };
+    let file = |mode, data: &'a [u8]| Node::File { mode, data: Cow::Borrowed(data) };
     tree.insert("bin/busybox".to_owned(), file(0o755, &inputs.busybox));
     tree.insert("bin/bash".to_owned(), file(0o755, &inputs.bash));
-    tree.insert(
-        "usr/local/bin/lab-agent".to_owned(),
-        file(0o755, &inputs.lab_agent),
-    );
+    tree.insert("usr/local/bin/lab-agent".to_owned(), file(0o755, &inputs.lab_agent));
     tree.insert("etc/passwd".to_owned(), file(0o644, PASSWD.as_bytes()));
     tree.insert("etc/group".to_owned(), file(0o644, GROUP.as_bytes()));
-    let profile = Node::File {
-        mode: 0o644,
-        data: Cow::Owned(profile.into_bytes()),
-    };
+    let profile = Node::File { mode: 0o644, data: Cow::Owned(profile.into_bytes()) };
     tree.insert("etc/profile".to_owned(), profile);
 
     // Applets live in sbin, usr/bin and usr/sbin too; give every entry its parents.
     let parents: Vec<String> = tree
         .keys()
-        .flat_map(|path| {
-            path.match_indices('/')
-                .map(|(i, _)| path[..i].to_owned())
-                .collect::<Vec<_>>()
-        })
+        .flat_map(|path| path.match_indices('/').map(|(i, _)| path[..i].to_owned()).collect::<Vec<_>>())
         .collect();
     for parent in parents {
         tree.entry(parent).or_insert(dir(0o755));
@@ -324,10 +281,7 @@ fn gzip(data: &[u8]) -> Result<Vec<u8>> {
 }
 
 fn sha256_hex(data: &[u8]) -> String {
-    Sha256::digest(data)
-        .iter()
-        .map(|b| format!("{b:02x}"))
-        .collect()
+    Sha256::digest(data).iter().map(|b| format!("{b:02x}")).collect()
 }
 
 #[derive(Debug)]
@@ -386,10 +340,7 @@ impl Image {
         let manifest_bytes = serde_json::to_vec(&manifest)?;
         let manifest_hex = sha256_hex(&manifest_bytes);
 
-        let names = [
-            format!("{REPOSITORY}:{tag}"),
-            format!("{REPOSITORY}:latest"),
-        ];
+        let names = [format!("{REPOSITORY}:{tag}"), format!("{REPOSITORY}:latest")];
         // One descriptor per name: containerd reads `io.containerd.image.name`,
         // other OCI tools the standard ref name. Both carry the full reference
         // so no importer has to guess the repository.
@@ -420,14 +371,8 @@ impl Image {
         files.insert(format!("blobs/sha256/{config_hex}"), config_bytes);
         files.insert(format!("blobs/sha256/{manifest_hex}"), manifest_bytes);
         files.insert("index.json".into(), serde_json::to_vec(&index)?);
-        files.insert(
-            "manifest.json".into(),
-            serde_json::to_vec(&docker_manifest)?,
-        );
-        files.insert(
-            "oci-layout".into(),
-            serde_json::to_vec(&json!({"imageLayoutVersion": "1.0.0"}))?,
-        );
+        files.insert("manifest.json".into(), serde_json::to_vec(&docker_manifest)?);
+        files.insert("oci-layout".into(), serde_json::to_vec(&json!({"imageLayoutVersion": "1.0.0"}))?);
 
         let mut tar = tar::Builder::new(Vec::new());
         for dir in ["blobs", "blobs/sha256"] {
@@ -448,10 +393,7 @@ impl Image {
     }
 
     fn references(&self) -> [String; 2] {
-        [
-            format!("{REPOSITORY}:{}", self.tag),
-            format!("{REPOSITORY}:latest"),
-        ]
+        [format!("{REPOSITORY}:{}", self.tag), format!("{REPOSITORY}:latest")]
     }
 }
 
@@ -463,25 +405,15 @@ fn write_atomically(path: &Path, data: &[u8]) -> Result<()> {
 
 fn on_path(bin: &str) -> Option<PathBuf> {
     let path = std::env::var_os("PATH")?;
-    std::env::split_paths(&path)
-        .map(|dir| dir.join(bin))
-        .find(|candidate| candidate.is_file())
+    std::env::split_paths(&path).map(|dir| dir.join(bin)).find(|candidate| candidate.is_file())
 }
 
 /// Runs a runtime command and returns its stdout; a failure carries the argv
 /// run, the status and stderr.
 fn capture(bin: &Path, args: &[&str]) -> Result<String> {
     let shown = format!("{} {}", bin.display(), args.join(" "));
-    let out = Command::new(bin)
-        .args(args)
-        .output()
-        .with_context(|| format!("running {shown}"))?;
-    ensure!(
-        out.status.success(),
-        "{shown}: {}: {}",
-        out.status,
-        String::from_utf8_lossy(&out.stderr).trim()
-    );
+    let out = Command::new(bin).args(args).output().with_context(|| format!("running {shown}"))?;
+    ensure!(out.status.success(), "{shown}: {}: {}", out.status, String::from_utf8_lossy(&out.stderr).trim());
     Ok(String::from_utf8_lossy(&out.stdout).into_owned())
 }
 
@@ -505,15 +437,9 @@ fn load_into(runtime: &str, archive: &Path, image: &Image) -> Result<()> {
     };
     let want = image.config_digest.trim_start_matches("sha256:");
     let refs = image.references();
-    let present = |bin: &Path| {
-        refs.iter()
-            .all(|r| image_id(bin, r).as_deref() == Some(want))
-    };
+    let present = |bin: &Path| refs.iter().all(|r| image_id(bin, r).as_deref() == Some(want));
     if present(&bin) {
-        println!(
-            "{runtime}: already has {} (id {want:.12}), not loaded again",
-            refs[0]
-        );
+        println!("{runtime}: already has {} (id {want:.12}), not loaded again", refs[0]);
         return Ok(());
     }
     let archive = archive.to_str().context("archive path is not UTF-8")?;
@@ -538,15 +464,7 @@ mod tests {
     fn fake_inputs() -> Inputs {
         Inputs {
             busybox: b"not really busybox".to_vec(),
-            applets: [
-                "bin/busybox",
-                "bin/sh",
-                "usr/bin/[",
-                "sbin/ip",
-                "usr/sbin/httpd",
-            ]
-            .map(str::to_owned)
-            .to_vec(),
+            applets: ["bin/busybox", "bin/sh", "usr/bin/[", "sbin/ip", "usr/sbin/httpd"].map(str::to_owned).to_vec(),
             bash: b"not really bash".to_vec(),
             lab_agent: b"#!/bin/sh\necho agent\n".to_vec(),
             architecture: "amd64".to_owned(),
@@ -595,10 +513,7 @@ mod tests {
     fn blob<'a>(archive: &'a [Entry], digest: &str) -> &'a [u8] {
         let hex = digest.trim_start_matches("sha256:");
         let path = format!("blobs/sha256/{hex}");
-        let found = archive
-            .iter()
-            .find(|e| e.path == path)
-            .expect("blob present");
+        let found = archive.iter().find(|e| e.path == path).expect("blob present");
         assert_eq!(sha256_hex(&found.data), hex);
         &found.data
     }
@@ -626,10 +541,7 @@ mod tests {
         let archive = entries(&image.archive);
 
         let file = |path: &str| -> Value {
-            let entry = archive
-                .iter()
-                .find(|e| e.path == path)
-                .expect("file present");
+            let entry = archive.iter().find(|e| e.path == path).expect("file present");
             serde_json::from_slice(&entry.data).unwrap()
         };
         let index = &file("index.json");
@@ -646,24 +558,18 @@ mod tests {
                     m["annotations"]["io.containerd.image.name"],
                     m["annotations"]["org.opencontainers.image.ref.name"]
                 );
-                m["annotations"]["org.opencontainers.image.ref.name"]
-                    .as_str()
-                    .unwrap()
+                m["annotations"]["org.opencontainers.image.ref.name"].as_str().unwrap()
             })
             .collect();
         let tagged = format!("localhost/brig-lab/guest:{}", image.tag);
         assert_eq!(names, [tagged.as_str(), "localhost/brig-lab/guest:latest"]);
 
-        let manifest =
-            &serde_json::from_slice::<Value>(blob(&archive, &image.manifest_digest)).unwrap();
+        let manifest = &serde_json::from_slice::<Value>(blob(&archive, &image.manifest_digest)).unwrap();
         assert_eq!(manifest["mediaType"], MEDIA_MANIFEST);
         assert_eq!(manifest["config"]["mediaType"], MEDIA_CONFIG);
         assert_eq!(manifest["config"]["digest"], image.config_digest);
         let manifest_blob = blob(&archive, &image.manifest_digest);
-        assert_eq!(
-            serde_json::from_slice::<Value>(manifest_blob).unwrap(),
-            *manifest
-        );
+        assert_eq!(serde_json::from_slice::<Value>(manifest_blob).unwrap(), *manifest);
         let layers = manifest["layers"].as_array().unwrap();
         assert_eq!(layers.len(), 1);
         assert_eq!(layers[0]["mediaType"], MEDIA_LAYER);
@@ -676,29 +582,15 @@ mod tests {
         assert_eq!(config["os"], "linux");
         assert_eq!(config["architecture"], "amd64");
         assert_eq!(config["config"]["Cmd"], json!(["sleep", "infinity"]));
-        assert_eq!(
-            config["config"]["Env"],
-            json!([format!("PATH={GUEST_PATH}")])
-        );
+        assert_eq!(config["config"]["Env"], json!([format!("PATH={GUEST_PATH}")]));
         let mut layer = Vec::new();
-        flate2::read::GzDecoder::new(layer_gz)
-            .read_to_end(&mut layer)
-            .unwrap();
-        assert_eq!(
-            config["rootfs"]["diff_ids"],
-            json!([format!("sha256:{}", sha256_hex(&layer))])
-        );
-        assert_eq!(
-            blob(&archive, &image.config_digest).len(),
-            manifest["config"]["size"]
-        );
+        flate2::read::GzDecoder::new(layer_gz).read_to_end(&mut layer).unwrap();
+        assert_eq!(config["rootfs"]["diff_ids"], json!([format!("sha256:{}", sha256_hex(&layer))]));
+        assert_eq!(blob(&archive, &image.config_digest).len(), manifest["config"]["size"]);
 
         let docker = &file("manifest.json")[0];
         assert_eq!(docker["RepoTags"], json!(names));
-        assert_eq!(
-            docker["Config"],
-            format!("blobs/sha256/{}", &image.config_digest[7..])
-        );
+        assert_eq!(docker["Config"], format!("blobs/sha256/{}", &image.config_digest[7..]));
         let oci_layout = archive.iter().find(|e| e.path == "oci-layout").unwrap();
         assert_eq!(oci_layout.data, br#"{"imageLayoutVersion":"1.0.0"}"#);
     }
@@ -706,23 +598,11 @@ mod tests {
     #[test]
     fn archive_is_an_oci_layout() {
         let image = Image::build(&fake_inputs()).unwrap();
-        let paths: Vec<String> = entries(&image.archive)
-            .into_iter()
-            .map(|e| e.path)
-            .collect();
+        let paths: Vec<String> = entries(&image.archive).into_iter().map(|e| e.path).collect();
         for want in ["oci-layout", "index.json", "manifest.json", "blobs/sha256"] {
-            assert!(
-                paths.iter().any(|p| p.trim_end_matches('/') == want),
-                "{want} missing"
-            );
+            assert!(paths.iter().any(|p| p.trim_end_matches('/') == want), "{want} missing");
         }
-        assert_eq!(
-            paths
-                .iter()
-                .filter(|p| p.starts_with("blobs/sha256/") && p.len() > 13)
-                .count(),
-            3
-        );
+        assert_eq!(paths.iter().filter(|p| p.starts_with("blobs/sha256/") && p.len() > 13).count(), 3);
     }
 
     #[test]
@@ -759,10 +639,7 @@ mod tests {
         assert_eq!(find("usr/local/bin/lab-agent").mode, 0o755);
         for applet in ["bin/sh", "usr/bin/[", "sbin/ip", "usr/sbin/httpd"] {
             let entry = find(applet);
-            assert_eq!(
-                (entry.kind, entry.link.as_str()),
-                (tar::EntryType::Symlink, "/bin/busybox")
-            );
+            assert_eq!((entry.kind, entry.link.as_str()), (tar::EntryType::Symlink, "/bin/busybox"));
         }
         let passwd = String::from_utf8(find("etc/passwd").data.clone()).unwrap();
         assert!(passwd.contains("lab:x:1000:1000:lab:/home/lab:"));
@@ -770,11 +647,7 @@ mod tests {
         assert!(find("etc/group").data.starts_with(b"root:x:0:"));
 
         // Pinned metadata and sorted order are what make the digest stable.
-        assert!(
-            layer
-                .iter()
-                .all(|e| e.mtime == 0 && (e.uid == 0 || e.path.starts_with("home/lab")))
-        );
+        assert!(layer.iter().all(|e| e.mtime == 0 && (e.uid == 0 || e.path.starts_with("home/lab"))));
         let paths: Vec<&str> = layer.iter().map(|e| e.path.trim_end_matches('/')).collect();
         let mut sorted = paths.clone();
         sorted.sort_unstable();
@@ -797,18 +670,8 @@ mod tests {
                 std::os::unix::fs::symlink(HOST_BUSYBOX, link).unwrap();
             }
         }
-        let tricky = [
-            "plain",
-            "two words",
-            "q\"uote",
-            "back\\slash",
-            "nl\nand\ttab",
-            "\u{1}\u{1b}\u{7f}",
-            "",
-            "-v",
-            "x=1",
-            "é",
-        ];
+        let tricky =
+            ["plain", "two words", "q\"uote", "back\\slash", "nl\nand\ttab", "\u{1}\u{1b}\u{7f}", "", "-v", "x=1", "é"];
         let out = Command::new(HOST_BUSYBOX)
             .arg("sh")
             .arg(workspace_root().join("lab/guest/lab-agent"))
@@ -822,24 +685,14 @@ mod tests {
             .output()
             .unwrap();
         std::fs::remove_dir_all(&bin).unwrap();
-        assert!(
-            out.status.success(),
-            "{}",
-            String::from_utf8_lossy(&out.stderr)
-        );
+        assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
         let stdout = String::from_utf8(out.stdout).unwrap();
         assert!(!stdout.contains("secret-value"));
         let report: Value = serde_json::from_str(&stdout).unwrap();
         assert_eq!(report["argv"], json!(tricky));
         assert_eq!(report["home"], "/nonexistent");
-        assert_eq!(
-            report["envNames"],
-            json!(["HIDDEN", "HOME", "LAB_SHOW_ENV", "PATH", "SHOWN"])
-        );
-        assert_eq!(
-            report["env"],
-            json!({"SHOWN": "va\"l\nue", "MISSING": null})
-        );
+        assert_eq!(report["envNames"], json!(["HIDDEN", "HOME", "LAB_SHOW_ENV", "PATH", "SHOWN"]));
+        assert_eq!(report["env"], json!({"SHOWN": "va\"l\nue", "MISSING": null}));
         assert!(report["uid"].is_u64() && report["gid"].is_u64());
         assert!(report["mounts"].is_array());
     }
@@ -863,10 +716,7 @@ mod tests {
 
     #[test]
     fn inspect_ids_are_read_with_or_without_prefix() {
-        assert_eq!(
-            inspected_id(r#"[{"Id":"sha256:abc"}]"#).as_deref(),
-            Some("abc")
-        );
+        assert_eq!(inspected_id(r#"[{"Id":"sha256:abc"}]"#).as_deref(), Some("abc"));
         assert_eq!(inspected_id(r#"[{"Id":"abc"}]"#).as_deref(), Some("abc"));
         assert_eq!(inspected_id("[]"), None);
     }

@@ -65,14 +65,7 @@ const INSTALL_DIR: &str = "/usr/local/bin";
 /// together; Debian puts them in /usr/lib/cni, a directory nerdctl 1.7 searches
 /// on its own, so no CNI_PATH is needed.
 const CNI_DIR: &str = "/usr/lib/cni";
-const CNI_PLUGINS: &[&str] = &[
-    "bridge",
-    "portmap",
-    "firewall",
-    "tuning",
-    "host-local",
-    "loopback",
-];
+const CNI_PLUGINS: &[&str] = &["bridge", "portmap", "firewall", "tuning", "host-local", "loopback"];
 
 /// The default address: nerdctl, ctr and brig all reach it without flags.
 const CONTAINERD_SOCK: &str = "/run/containerd/containerd.sock";
@@ -115,34 +108,13 @@ struct Report {
 }
 
 impl Report {
-    fn add(
-        &mut self,
-        what: impl Into<String>,
-        version: impl Into<String>,
-        action: impl Into<String>,
-    ) {
-        self.rows.push(Row {
-            what: what.into(),
-            version: version.into(),
-            action: action.into(),
-        });
+    fn add(&mut self, what: impl Into<String>, version: impl Into<String>, action: impl Into<String>) {
+        self.rows.push(Row { what: what.into(), version: version.into(), action: action.into() });
     }
 
     fn print(&self) {
-        let w0 = self
-            .rows
-            .iter()
-            .map(|r| r.what.len())
-            .max()
-            .unwrap_or(0)
-            .max(9);
-        let w1 = self
-            .rows
-            .iter()
-            .map(|r| r.version.len())
-            .max()
-            .unwrap_or(0)
-            .max(7);
+        let w0 = self.rows.iter().map(|r| r.what.len()).max().unwrap_or(0).max(9);
+        let w1 = self.rows.iter().map(|r| r.version.len()).max().unwrap_or(0).max(7);
         println!("{:<w0$}  {:<w1$}  STATE", "COMPONENT", "VERSION");
         for r in &self.rows {
             println!("{:<w0$}  {:<w1$}  {}", r.what, r.version, r.action);
@@ -168,11 +140,7 @@ pub fn run(args: &[String]) -> Result<()> {
 
     let started = Instant::now();
     let installed = installed_packages();
-    let missing: Vec<&str> = PACKAGES
-        .iter()
-        .copied()
-        .filter(|p| !installed.contains_key(*p))
-        .collect();
+    let missing: Vec<&str> = PACKAGES.iter().copied().filter(|p| !installed.contains_key(*p)).collect();
 
     let root = is_root();
     let apt = find_in_path("apt-get").is_some() && Path::new("/etc/debian_version").exists();
@@ -180,11 +148,7 @@ pub fn run(args: &[String]) -> Result<()> {
         print_manual_steps(&missing);
         bail!(
             "cannot provision here ({}); install the above by hand",
-            if !root {
-                "not root"
-            } else {
-                "no apt-get on a Debian-family host"
-            }
+            if !root { "not root" } else { "no apt-get on a Debian-family host" }
         );
     }
 
@@ -197,15 +161,11 @@ pub fn run(args: &[String]) -> Result<()> {
     let installed = installed_packages();
     for p in PACKAGES {
         match installed.get(*p) {
-            Some(v) if missing.contains(p) => {
-                report.add(format!("apt {p}"), v.as_str(), "installed")
-            }
+            Some(v) if missing.contains(p) => report.add(format!("apt {p}"), v.as_str(), "installed"),
             Some(v) => report.add(format!("apt {p}"), v.as_str(), "present"),
             None => {
                 report.add(format!("apt {p}"), "-", "MISSING");
-                report
-                    .failures
-                    .push(format!("package {p} is still not installed"));
+                report.failures.push(format!("package {p} is still not installed"));
             }
         }
     }
@@ -266,15 +226,11 @@ fn is_root() -> bool {
 
 fn find_in_path(name: &str) -> Option<PathBuf> {
     let path = std::env::var_os("PATH")?;
-    std::env::split_paths(&path)
-        .map(|dir| dir.join(name))
-        .find(|p| is_executable(p))
+    std::env::split_paths(&path).map(|dir| dir.join(name)).find(|p| is_executable(p))
 }
 
 fn is_executable(p: &Path) -> bool {
-    fs::metadata(p)
-        .map(|m| m.is_file() && m.permissions().mode() & 0o111 != 0)
-        .unwrap_or(false)
+    fs::metadata(p).map(|m| m.is_file() && m.permissions().mode() & 0o111 != 0).unwrap_or(false)
 }
 
 /// Package name -> version, for those of ours dpkg reports as installed.
@@ -304,24 +260,16 @@ fn apt_install(missing: &[&str]) -> Result<()> {
     println!("installing: {}", missing.join(" "));
     // A fresh machine may have no package lists yet; refresh only when we
     // actually install, so a complete host never touches the network.
+    run_quiet(Command::new("apt-get").args(["update", "-q"]), "apt-get update")?;
     run_quiet(
-        Command::new("apt-get").args(["update", "-q"]),
-        "apt-get update",
-    )?;
-    run_quiet(
-        Command::new("apt-get")
-            .env("DEBIAN_FRONTEND", "noninteractive")
-            .args(["install", "-y", "-q"])
-            .args(missing),
+        Command::new("apt-get").env("DEBIAN_FRONTEND", "noninteractive").args(["install", "-y", "-q"]).args(missing),
         "apt-get install",
     )
 }
 
 /// Runs a command, keeping its output unless it fails (then the tail is shown).
 fn run_quiet(cmd: &mut Command, what: &str) -> Result<()> {
-    let out = cmd
-        .output()
-        .with_context(|| format!("{what}: cannot start"))?;
+    let out = cmd.output().with_context(|| format!("{what}: cannot start"))?;
     if !out.status.success() {
         let mut text = String::from_utf8_lossy(&out.stdout).into_owned();
         text.push_str(&String::from_utf8_lossy(&out.stderr));
@@ -337,62 +285,45 @@ fn tail(text: &str, n: usize) -> String {
 
 /// First line of a command's stdout, if it ran and succeeded.
 fn first_line(cmd: &mut Command) -> Option<String> {
-    let out = cmd
-        .stdin(Stdio::null())
-        .stderr(Stdio::null())
-        .output()
-        .ok()?;
+    let out = cmd.stdin(Stdio::null()).stderr(Stdio::null()).output().ok()?;
     if !out.status.success() {
         return None;
     }
-    String::from_utf8_lossy(&out.stdout)
-        .lines()
-        .next()
-        .map(|l| l.trim().to_string())
+    String::from_utf8_lossy(&out.stdout).lines().next().map(|l| l.trim().to_string())
 }
 
 /// The runtimes themselves, by the version they report.
 fn check_binaries(report: &mut Report) {
-    let probes: [(&str, &[&str]); 3] = [
-        ("runc", &["--version"]),
-        ("podman", &["--version"]),
-        ("containerd", &["--version"]),
-    ];
+    let probes: [(&str, &[&str]); 3] =
+        [("runc", &["--version"]), ("podman", &["--version"]), ("containerd", &["--version"])];
     for (bin, args) in probes {
         match first_line(Command::new(bin).args(args)) {
-            Some(v) => report.add(bin, v, "found"),
+            // "runc version 1.1.5", "podman version 4.3.1", "containerd <url> 1.6.20 <rev>":
+            // the first word that starts with a digit is the version.
+            Some(line) => {
+                let v = line
+                    .split_whitespace()
+                    .find(|w| w.starts_with(|c: char| c.is_ascii_digit()))
+                    .unwrap_or(&line)
+                    .to_string();
+                report.add(bin, v, "found");
+            }
             None => {
                 report.add(bin, "-", "MISSING");
-                report
-                    .failures
-                    .push(format!("`{bin} {}` did not run", args.join(" ")));
+                report.failures.push(format!("`{bin} {}` did not run", args.join(" ")));
             }
         }
     }
 }
 
 fn check_cni(report: &mut Report) {
-    let absent: Vec<&str> = CNI_PLUGINS
-        .iter()
-        .copied()
-        .filter(|p| !is_executable(&Path::new(CNI_DIR).join(p)))
-        .collect();
+    let absent: Vec<&str> =
+        CNI_PLUGINS.iter().copied().filter(|p| !is_executable(&Path::new(CNI_DIR).join(p))).collect();
     if absent.is_empty() {
-        report.add(
-            format!("cni plugins ({CNI_DIR})"),
-            CNI_PLUGINS.join(","),
-            "found",
-        );
+        report.add(format!("cni plugins ({CNI_DIR})"), CNI_PLUGINS.join(","), "found");
     } else {
-        report.add(
-            format!("cni plugins ({CNI_DIR})"),
-            "-",
-            format!("MISSING {}", absent.join(",")),
-        );
-        report.failures.push(format!(
-            "CNI plugins missing from {CNI_DIR}: {}",
-            absent.join(", ")
-        ));
+        report.add(format!("cni plugins ({CNI_DIR})"), "-", format!("MISSING {}", absent.join(",")));
+        report.failures.push(format!("CNI plugins missing from {CNI_DIR}: {}", absent.join(", ")));
     }
 }
 
@@ -418,12 +349,7 @@ fn find_go() -> Option<PathBuf> {
 
 /// The version a built binary reports, normalised to carry a leading `v`.
 fn tool_version(bin: &Path, tool: GoTool) -> Option<String> {
-    let out = Command::new(bin)
-        .args(tool.version_args)
-        .stdin(Stdio::null())
-        .stderr(Stdio::null())
-        .output()
-        .ok()?;
+    let out = Command::new(bin).args(tool.version_args).stdin(Stdio::null()).stderr(Stdio::null()).output().ok()?;
     if !out.status.success() {
         return None;
     }
@@ -431,15 +357,8 @@ fn tool_version(bin: &Path, tool: GoTool) -> Option<String> {
     // nerdctl: "nerdctl version 1.7.7"; cosign: "GitVersion:    v2.6.5".
     text.lines().find_map(|line| {
         let line = line.trim();
-        let v = line
-            .strip_prefix("nerdctl version ")
-            .or_else(|| line.strip_prefix("GitVersion:"))?
-            .trim();
-        Some(if v.starts_with('v') {
-            v.to_string()
-        } else {
-            format!("v{v}")
-        })
+        let v = line.strip_prefix("nerdctl version ").or_else(|| line.strip_prefix("GitVersion:"))?.trim();
+        Some(if v.starts_with('v') { v.to_string() } else { format!("v{v}") })
     })
 }
 
@@ -455,11 +374,7 @@ fn ensure_go_tool(go: &Path, cache: &Path, tool: GoTool, report: &mut Report) ->
     }
     let got = tool_version(&built, tool);
     if got.as_deref() != Some(tool.version) {
-        bail!(
-            "built {} reports {got:?}, want {}",
-            built.display(),
-            tool.version
-        );
+        bail!("built {} reports {got:?}, want {}", built.display(), tool.version);
     }
 
     if !same_file_content(&built, &installed) {
@@ -473,11 +388,7 @@ fn ensure_go_tool(go: &Path, cache: &Path, tool: GoTool, report: &mut Report) ->
             action = "copied";
         }
     }
-    report.add(
-        tool.name,
-        tool.version,
-        format!("{action} ({})", installed.display()),
-    );
+    report.add(tool.name, tool.version, format!("{action} ({})", installed.display()));
     Ok(())
 }
 
@@ -500,12 +411,7 @@ fn build_go_tool(go: &Path, cache: &Path, tool: GoTool, out: &Path) -> Result<()
     fs::create_dir_all(&log_dir).with_context(|| format!("create {}", log_dir.display()))?;
     fs::create_dir_all(out.parent().context("output has no parent")?)?;
     let log_path = log_dir.join(format!("{}-build.log", tool.name));
-    println!(
-        "building {} {} (log: {})",
-        tool.name,
-        tool.version,
-        log_path.display()
-    );
+    println!("building {} {} (log: {})", tool.name, tool.version, log_path.display());
 
     let spec = format!("{}@{}", tool.module, tool.version);
     let dl = Command::new(go)
@@ -515,12 +421,8 @@ fn build_go_tool(go: &Path, cache: &Path, tool: GoTool, out: &Path) -> Result<()
         .env("GOWORK", "off")
         .output()
         .context("go mod download: cannot start")?;
-    let info: serde_json::Value = serde_json::from_slice(&dl.stdout).with_context(|| {
-        format!(
-            "go mod download {spec}: {}",
-            tail(&String::from_utf8_lossy(&dl.stderr), 5)
-        )
-    })?;
+    let info: serde_json::Value = serde_json::from_slice(&dl.stdout)
+        .with_context(|| format!("go mod download {spec}: {}", tail(&String::from_utf8_lossy(&dl.stderr), 5)))?;
     if let Some(err) = info.get("Error").and_then(|e| e.as_str()) {
         bail!("go mod download {spec}: {err}");
     }
@@ -532,14 +434,7 @@ fn build_go_tool(go: &Path, cache: &Path, tool: GoTool, out: &Path) -> Result<()
     let log = fs::File::create(&log_path)?;
     let ldflags = format!("-s -w -X {}={}", tool.version_ldflag, tool.version);
     let status = Command::new(go)
-        .args([
-            "build",
-            "-trimpath",
-            "-buildvcs=false",
-            "-ldflags",
-            &ldflags,
-            "-o",
-        ])
+        .args(["build", "-trimpath", "-buildvcs=false", "-ldflags", &ldflags, "-o"])
         .arg(out)
         .arg(tool.package)
         .current_dir(dir)
@@ -563,49 +458,24 @@ fn build_go_tool(go: &Path, cache: &Path, tool: GoTool, out: &Path) -> Result<()
 /// Reads a hard limit ("Max open files", "Max processes") of this process.
 fn hard_limit(name: &str) -> Result<u64> {
     let limits = fs::read_to_string("/proc/self/limits")?;
-    let line = limits
-        .lines()
-        .find(|l| l.starts_with(name))
-        .with_context(|| format!("{name} not in /proc/self/limits"))?;
+    let line =
+        limits.lines().find(|l| l.starts_with(name)).with_context(|| format!("{name} not in /proc/self/limits"))?;
     // Columns: name (several words), soft, hard, units.
-    let hard = line[name.len()..]
-        .split_whitespace()
-        .nth(1)
-        .with_context(|| format!("cannot parse {line:?}"))?;
-    Ok(if hard == "unlimited" {
-        u64::MAX
-    } else {
-        hard.parse()
-            .with_context(|| format!("cannot parse {line:?}"))?
-    })
+    let hard = line[name.len()..].split_whitespace().nth(1).with_context(|| format!("cannot parse {line:?}"))?;
+    Ok(if hard == "unlimited" { u64::MAX } else { hard.parse().with_context(|| format!("cannot parse {line:?}"))? })
 }
 
 fn podman_dropin_text() -> Result<String> {
     let nofile = hard_limit("Max open files")?.min(PODMAN_NOFILE_CEILING);
     let nproc = hard_limit("Max processes")?.min(PODMAN_NPROC_CEILING);
     let mut s = String::new();
-    writeln!(
-        s,
-        "# Written by `cargo xtask provision`; rewritten on every run."
-    )?;
-    writeln!(
-        s,
-        "# Processes here lack CAP_SYS_RESOURCE, so container rlimits must not"
-    )?;
-    writeln!(
-        s,
-        "# exceed what podman itself runs with (host hard limits, nproc <= 32768)."
-    )?;
+    writeln!(s, "# Written by `cargo xtask provision`, which keeps it in step with this host.")?;
+    writeln!(s, "# Processes here lack CAP_SYS_RESOURCE, so container rlimits must not")?;
+    writeln!(s, "# exceed what podman itself runs with (host hard limits, nproc <= 32768).")?;
     writeln!(s, "[containers]")?;
-    writeln!(
-        s,
-        "default_ulimits = [\"nofile={nofile}:{nofile}\", \"nproc={nproc}:{nproc}\"]"
-    )?;
+    writeln!(s, "default_ulimits = [\"nofile={nofile}:{nofile}\", \"nproc={nproc}:{nproc}\"]")?;
     writeln!(s)?;
-    writeln!(
-        s,
-        "# crun refuses this host's hybrid cgroup layout; runc works."
-    )?;
+    writeln!(s, "# crun refuses this host's hybrid cgroup layout; runc works.")?;
     writeln!(s, "[engine]")?;
     writeln!(s, "runtime = \"runc\"")?;
     Ok(s)
@@ -624,14 +494,9 @@ fn ensure_podman_dropin(report: &mut Report) -> Result<()> {
         "written"
     };
     // Ask podman which runtime it now resolves, which proves the drop-in is read.
-    let runtime =
-        first_line(Command::new("podman").args(["info", "--format", "{{.Host.OCIRuntime.Name}}"]))
-            .unwrap_or_else(|| "?".into());
-    report.add(
-        "podman drop-in",
-        format!("runtime={runtime}"),
-        format!("{action} ({PODMAN_DROPIN})"),
-    );
+    let runtime = first_line(Command::new("podman").args(["info", "--format", "{{.Host.OCIRuntime.Name}}"]))
+        .unwrap_or_else(|| "?".into());
+    report.add("podman drop-in", format!("runtime={runtime}"), format!("{action} ({PODMAN_DROPIN})"));
     if runtime != "runc" {
         bail!("podman resolves OCI runtime {runtime:?}, want runc; is {PODMAN_DROPIN} read?");
     }
@@ -653,9 +518,7 @@ fn containerd_pids() -> Vec<u32> {
         .filter_map(|e| e.ok())
         .filter_map(|e| e.file_name().to_str()?.parse::<u32>().ok())
         .filter(|pid| {
-            fs::read_to_string(format!("/proc/{pid}/comm"))
-                .map(|c| c.trim_end() == "containerd")
-                .unwrap_or(false)
+            fs::read_to_string(format!("/proc/{pid}/comm")).map(|c| c.trim_end() == "containerd").unwrap_or(false)
         })
         .collect()
 }
@@ -671,22 +534,14 @@ fn containerd_server_version() -> String {
             // The "Server:" block's "Version:" line.
             let text = String::from_utf8_lossy(&out.stdout).into_owned();
             let server = text.split("Server:").nth(1)?.to_string();
-            server.lines().find_map(|l| {
-                l.trim()
-                    .strip_prefix("Version:")
-                    .map(|v| v.trim().to_string())
-            })
+            server.lines().find_map(|l| l.trim().strip_prefix("Version:").map(|v| v.trim().to_string()))
         })
         .unwrap_or_else(|| "?".into())
 }
 
 fn ensure_containerd(report: &mut Report) -> Result<()> {
     if socket_answers(CONTAINERD_SOCK) {
-        report.add(
-            "containerd daemon",
-            containerd_server_version(),
-            format!("running ({CONTAINERD_SOCK})"),
-        );
+        report.add("containerd daemon", containerd_server_version(), format!("running ({CONTAINERD_SOCK})"));
         return Ok(());
     }
     // A containerd that exists but does not answer is someone else's problem
@@ -733,35 +588,21 @@ fn ensure_containerd(report: &mut Report) -> Result<()> {
         }
         std::thread::sleep(Duration::from_millis(200));
     }
-    report.add(
-        "containerd daemon",
-        containerd_server_version(),
-        format!("started (log {CONTAINERD_LOG})"),
-    );
+    report.add("containerd daemon", containerd_server_version(), format!("started (log {CONTAINERD_LOG})"));
     Ok(())
 }
 
 /// What someone without root or apt-get has to do by hand.
 fn print_manual_steps(missing: &[&str]) {
     // Without dpkg we cannot tell what is there, so everything is named.
-    let pkgs: Vec<&str> = if installed_packages().is_empty() {
-        PACKAGES.to_vec()
-    } else {
-        missing.to_vec()
-    };
+    let pkgs: Vec<&str> = if installed_packages().is_empty() { PACKAGES.to_vec() } else { missing.to_vec() };
     let mut out = std::io::stdout().lock();
-    let _ = writeln!(
-        out,
-        "To provision the lab's runtime stack, as root on a Debian-family host:"
-    );
+    let _ = writeln!(out, "To provision the lab's runtime stack, as root on a Debian-family host:");
     if pkgs.is_empty() {
         let _ = writeln!(out, "  (all packages are installed)");
     } else {
-        let _ = writeln!(
-            out,
-            "  apt-get update && DEBIAN_FRONTEND=noninteractive apt-get install -y {}",
-            pkgs.join(" ")
-        );
+        let _ =
+            writeln!(out, "  apt-get update && DEBIAN_FRONTEND=noninteractive apt-get install -y {}", pkgs.join(" "));
     }
     for tool in [NERDCTL, COSIGN] {
         let _ = writeln!(

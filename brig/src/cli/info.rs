@@ -5,15 +5,15 @@ use std::path::PathBuf;
 
 use serde::Serialize;
 
+use crate::Error;
 use crate::cli::{Context, print};
 use crate::exit::Code;
 use crate::json::Envelope;
-use crate::profile::Registry;
 use crate::profile::Profile;
+use crate::profile::Registry;
 use crate::runtime::{self, DEFAULT_SHIM, Isolation, Kind};
 use crate::session::{HomeSource, Index, Session, home};
 use crate::settings::{Network, Settings, Verify};
-use crate::Error;
 
 #[derive(Debug, clap::Args)]
 pub struct InfoArgs {
@@ -90,9 +90,8 @@ pub fn run(args: InfoArgs, ctx: &Context) -> Result<Code, Error> {
     let record = Index::load(&state_dir)?.get(session.sandbox()).cloned();
 
     let verify = settings.resolve::<Verify>(None, "VERIFY", None, None, Verify::Warn)?.value;
-    let recorded_network = record.as_ref().and_then(|r| r.network.as_deref()).and_then(|n| {
-        <Network as crate::settings::Enumerated>::parse(n)
-    });
+    let recorded_network =
+        record.as_ref().and_then(|r| r.network.as_deref()).and_then(<Network as crate::settings::Enumerated>::parse);
     let network = settings
         .resolve::<Network>(None, "NETWORK", recorded_network, profile.network.map(Network::from), Network::Isolated)?
         .value;
@@ -112,8 +111,7 @@ pub fn run(args: InfoArgs, ctx: &Context) -> Result<Code, Error> {
     let runtime_info = runtime.as_ref().map(|r| RuntimeInfo {
         kind: r.kind,
         binary: r.bin.clone(),
-        shim: (r.kind == Kind::Nerdctl)
-            .then(|| env.get("BRIG_CONTAINERD_RUNTIME").unwrap_or(DEFAULT_SHIM).to_owned()),
+        shim: (r.kind == Kind::Nerdctl).then(|| env.get("BRIG_CONTAINERD_RUNTIME").unwrap_or(DEFAULT_SHIM).to_owned()),
     });
     let isolation = runtime_info.as_ref().map(|r| match (r.kind, &r.shim) {
         (Kind::Hull, _) => Isolation::Microvm,
@@ -157,11 +155,7 @@ fn credentials(profile: &Profile) -> Vec<Credential> {
         name,
         from: "secret",
     });
-    let env = names.env.into_iter().map(|name| Credential {
-        name,
-        from: "env",
-        required: false,
-    });
+    let env = names.env.into_iter().map(|name| Credential { name, from: "env", required: false });
     secrets.chain(env).collect()
 }
 
@@ -183,7 +177,9 @@ fn render(data: &InfoData, source: &HomeSource, ctx: &Context) -> String {
     };
     let workspace = match source {
         HomeSource::Default => format!("{} (created by brig, removed by brig rm)", data.workspace.display()),
-        HomeSource::Named { setting } => format!("{} (from {setting}; brig never deletes it)", data.workspace.display()),
+        HomeSource::Named { setting } => {
+            format!("{} (from {setting}; brig never deletes it)", data.workspace.display())
+        }
         HomeSource::Legacy => format!("{} (kept from an older release)", data.workspace.display()),
     };
     let project = match &data.project {

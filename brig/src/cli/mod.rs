@@ -5,7 +5,11 @@
 pub mod agent;
 mod completion;
 mod info;
+mod logs;
+mod ls;
+mod rm;
 mod run;
+mod stop;
 mod version;
 
 use std::ffi::OsString;
@@ -14,7 +18,7 @@ use std::io::Write;
 use clap::{CommandFactory, Parser, Subcommand};
 
 use crate::environment::Environment;
-use crate::exit::{Code, exit_code};
+use crate::exit::{Code, Outcome, exit_code};
 use crate::{Error, build_info::BuildInfo};
 
 /// Usage mistakes that clap cannot see: combinations and positions.
@@ -24,6 +28,8 @@ pub enum UsageError {
     NoProjectWithProject { project: String },
     #[error("--no-project applies only to `brig run`, not to `brig {verb}`")]
     NoProjectOnVerb { verb: &'static str },
+    #[error("`brig rm <ref>` asks nothing, so it takes no -y; -y goes with --all")]
+    YesWithoutAll,
     #[error("`brig {verb}` takes no -d/--detach")]
     DetachOnVerb { verb: &'static str },
 }
@@ -51,6 +57,14 @@ pub enum Verb {
     Run(run::RunArgs),
     /// A login shell in the sandbox (starting it first), or one command.
     Sh(run::ShArgs),
+    /// Stop the sandbox; its name, home and record stay.
+    Stop(stop::StopArgs),
+    /// Stop and remove a sandbox (or every one with --all), and a home brig created.
+    Rm(rm::RmArgs),
+    /// List every brig sandbox.
+    Ls(ls::LsArgs),
+    /// The sandbox's log from the runtime.
+    Logs(logs::LogsArgs),
     /// Show what a run would do, without booting anything.
     Info(info::InfoArgs),
     /// Manage agent profiles.
@@ -77,31 +91,31 @@ pub struct Context {
 }
 
 /// Parse `args`, run the verb, print any error once, and return the exit code.
-pub fn main(args: impl IntoIterator<Item = OsString>) -> Code {
+pub fn main(args: impl IntoIterator<Item = OsString>) -> Outcome {
     let cli = match Cli::try_parse_from(args) {
         Ok(cli) => cli,
-        Err(err) => return clap_error(err),
+        Err(err) => return clap_error(err).into(),
     };
     init_tracing(cli.verbose);
-    let ctx = Context {
-        env: Environment::from_process(),
-        json: cli.json,
-        quiet: cli.quiet,
-    };
+    let ctx = Context { env: Environment::from_process(), json: cli.json, quiet: cli.quiet };
     let result = match cli.verb {
         Verb::Run(args) => run::run(args, &ctx),
         Verb::Sh(args) => run::sh(args, &ctx),
-        Verb::Info(args) => info::run(args, &ctx),
-        Verb::Agent(command) => agent::run(command, &ctx.env, ctx.json),
-        Verb::Version(args) => version::run(args, &ctx),
-        Verb::Completion(args) => completion::run(args),
+        Verb::Stop(args) => stop::run(args, &ctx).map(Outcome::from),
+        Verb::Rm(args) => rm::run(args, &ctx).map(Outcome::from),
+        Verb::Ls(args) => ls::run(args, &ctx).map(Outcome::from),
+        Verb::Logs(args) => logs::run(args, &ctx).map(Outcome::from),
+        Verb::Info(args) => info::run(args, &ctx).map(Outcome::from),
+        Verb::Agent(command) => agent::run(command, &ctx.env, ctx.json).map(Outcome::from),
+        Verb::Version(args) => version::run(args, &ctx).map(Outcome::from),
+        Verb::Completion(args) => completion::run(args).map(Outcome::from),
     };
     match result {
         Ok(code) => code,
-        Err(Error::Stdout(err)) if err.kind() == std::io::ErrorKind::BrokenPipe => Code::Success,
+        Err(Error::Stdout(err)) if err.kind() == std::io::ErrorKind::BrokenPipe => Code::Success.into(),
         Err(err) => {
             print_error(&err);
-            exit_code(&err)
+            exit_code(&err).into()
         }
     }
 }
@@ -152,9 +166,7 @@ fn init_tracing(verbose: bool) {
 /// verb quietly with exit 0.
 pub fn print(text: impl AsRef<str>) -> Result<(), Error> {
     let mut out = std::io::stdout().lock();
-    out.write_all(text.as_ref().as_bytes())
-        .and_then(|()| out.flush())
-        .map_err(Error::Stdout)
+    out.write_all(text.as_ref().as_bytes()).and_then(|()| out.flush()).map_err(Error::Stdout)
 }
 
 impl crate::session::Agents for crate::profile::Registry {

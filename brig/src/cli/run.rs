@@ -11,13 +11,19 @@ use std::path::PathBuf;
 
 use serde::Serialize;
 
+use crate::Error;
 use crate::cli::{Context, UsageError, print};
-use crate::exit::{Code, exit_code};
+use crate::exit::{Code, Outcome, exit_code};
 use crate::json::Envelope;
 use crate::profile::Registry;
+use std::io::IsTerminal;
+
+use crate::engine::{Engine, ProjectChoice, Prompts, Request};
+use crate::profile::{Kind as ProfileKind, Profile};
+use crate::runtime::ExecSpec;
 use crate::session::Session;
 use crate::settings::{Network, Positive};
-use crate::Error;
+use crate::warn::Warnings;
 
 /// Flags shared by `run` and `sh`, read only before the ref.
 #[derive(Debug, Clone, Default, clap::Args)]
@@ -90,8 +96,21 @@ fn parse_network(text: &str) -> Result<Network, String> {
 
 /// brig's own run-line flags, for the "stood past the ref" warning.
 const OWN_FLAGS: &[&str] = &[
-    "--image", "--home", "--mem", "--cpus", "--no-project", "-d", "--detach", "--skills", "--network",
-    "--offline", "--json", "-q", "--quiet", "--verbose", "--name",
+    "--image",
+    "--home",
+    "--mem",
+    "--cpus",
+    "--no-project",
+    "-d",
+    "--detach",
+    "--skills",
+    "--network",
+    "--offline",
+    "--json",
+    "-q",
+    "--quiet",
+    "--verbose",
+    "--name",
 ];
 
 /// A run line split into its parts.
@@ -110,13 +129,11 @@ impl RunLine {
         let (reference, rest) = words.split_first().expect("clap requires the ref");
         let mut rest = rest;
         let mut project = None;
-        if takes_project {
-            if let Some((first, tail)) = rest.split_first() {
-                if !first.starts_with('-') {
-                    project = Some(first.clone());
-                    rest = tail;
-                }
-            }
+        if let (true, Some((first, tail))) = (takes_project, rest.split_first())
+            && !first.starts_with('-')
+        {
+            project = Some(first.clone());
+            rest = tail;
         }
         // `--` ends brig's reading; a project read before it stands.
         let (rest, after_dashes) = match rest.split_first() {
@@ -135,12 +152,7 @@ impl RunLine {
                 .cloned()
                 .collect()
         };
-        RunLine {
-            reference: reference.clone(),
-            project,
-            agent_args: rest.to_vec(),
-            misplaced,
-        }
+        RunLine { reference: reference.clone(), project, agent_args: rest.to_vec(), misplaced }
     }
 }
 
@@ -171,25 +183,24 @@ fn network_flag(options: &SandboxOptions) -> Result<Option<Network>, Error> {
     }
 }
 
-pub fn run(args: RunArgs, ctx: &Context) -> Result<Code, Error> {
+pub fn run(args: RunArgs, ctx: &Context) -> Result<Outcome, Error> {
     let line = RunLine::split(&args.words, true);
     with_json_refusal(ctx, &line.reference, || {
         if let (true, Some(project)) = (args.no_project, &line.project) {
             return Err(UsageError::NoProjectWithProject { project: project.clone() }.into());
         }
-        network_flag(&args.sandbox)?;
-        let registry = Registry::load(&ctx.env);
-        let (session, _) = Session::parse_with_name(&line.reference, args.sandbox.name.as_deref(), &registry)?;
-        registry.resolve(session.agent())?;
-        if let Some(project) = &line.project {
-            check_project(project)?;
-        }
+        let project = match (&line.project, args.no_project) {
+            (Some(dir), _) => ProjectChoice::Named(dir.clone()),
+            (None, true) => ProjectChoice::Nothing,
+            (None, false) => ProjectChoice::Remembered,
+        };
         warn_misplaced(&line);
-        Err(crate::runtime::Error::NotYetSupported { verb: "brig run" }.into())
+        let launch = Launch { line: &line, options: &args.sandbox, project, verb: Verb::Run, detach: args.detach };
+        launch.go(ctx)
     })
 }
 
-pub fn sh(args: ShArgs, ctx: &Context) -> Result<Code, Error> {
+pub fn sh(args: ShArgs, ctx: &Context) -> Result<Outcome, Error> {
     let line = RunLine::split(&args.words, false);
     with_json_refusal(ctx, &line.reference, || {
         if args.no_project {
@@ -198,23 +209,109 @@ pub fn sh(args: ShArgs, ctx: &Context) -> Result<Code, Error> {
         if args.detach {
             return Err(UsageError::DetachOnVerb { verb: "sh" }.into());
         }
-        network_flag(&args.sandbox)?;
-        let registry = Registry::load(&ctx.env);
-        let (session, _) = Session::parse_with_name(&line.reference, args.sandbox.name.as_deref(), &registry)?;
-        registry.resolve(session.agent())?;
-        Err(crate::runtime::Error::NotYetSupported { verb: "brig sh" }.into())
+        let launch = Launch {
+            line: &line,
+            options: &args.sandbox,
+            project: ProjectChoice::Remembered,
+            verb: Verb::Sh,
+            detach: false,
+        };
+        launch.go(ctx)
     })
 }
 
-/// The project must be an existing directory; what is wrong with it is named.
-fn check_project(project: &str) -> Result<(), Error> {
-    let path = std::path::Path::new(project);
-    let problem = match path.metadata() {
-        Err(_) => "does not exist",
-        Ok(m) if !m.is_dir() => "is not a directory",
-        Ok(_) => return Ok(()),
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Verb {
+    Run,
+    Sh,
+}
+
+/// A parsed run or sh line on its way to the engine.
+struct Launch<'a> {
+    line: &'a RunLine,
+    options: &'a SandboxOptions,
+    project: ProjectChoice,
+    verb: Verb,
+    detach: bool,
+}
+
+impl Launch<'_> {
+    fn go(self, ctx: &Context) -> Result<Outcome, Error> {
+        let network = network_flag(self.options)?;
+        let registry = Registry::load(&ctx.env);
+        for line in registry.warnings() {
+            crate::warn::now(line);
+        }
+        let prompts = if std::io::stdin().is_terminal() { Prompts::Terminal } else { Prompts::Nobody };
+        let mut engine = Engine::new(&ctx.env, &registry, prompts, Warnings::stderr())?;
+        let (session, profile) = engine.session(&self.line.reference, self.options.name.as_deref())?;
+        let request = Request {
+            session: session.clone(),
+            profile: profile.clone(),
+            home_flag: self.options.home.as_ref().map(|p| p.to_string_lossy().into_owned()),
+            project: self.project,
+            image: self.options.image.clone(),
+            mem: self.options.mem,
+            cpus: self.options.cpus,
+            network,
+        };
+        let ensured = engine.ensure(&request)?;
+        if self.detach {
+            if ctx.json {
+                RunReport { reference: session.typed(), sandbox: Some(session.sandbox()), stage: "detached", exit: 0 }
+                    .print()?;
+            } else {
+                print(format!("{}\n", session.sandbox()))?;
+            }
+            return Ok(Code::Success.into());
+        }
+        let argv = agent_argv(self.verb, &profile, &session, &self.line.agent_args)?;
+        let terminal = std::io::stdin().is_terminal() && std::io::stdout().is_terminal();
+        let spec = ExecSpec {
+            argv,
+            workdir: Some(ensured.workdir(&profile)),
+            env: engine.exec_env(&profile)?,
+            tty: terminal && !ctx.json,
+            interactive: true,
+        };
+        let command = ensured.runtime.exec(session.sandbox(), &spec);
+        if ctx.json {
+            // The agent runs as a child so brig can report afterwards; its
+            // exit status becomes brig's.
+            let status = command.interactive().map_err(crate::runtime::Error::from)?;
+            let exit = status.code().map_or(1, |c| c.clamp(0, 255) as u8);
+            RunReport { reference: session.typed(), sandbox: Some(session.sandbox()), stage: "agent", exit }.print()?;
+            return Ok(Outcome::Agent(exit));
+        }
+        // Hand the terminal to the runtime: brig's process becomes the
+        // runtime's exec, so signals and the exit status are the agent's.
+        Err(crate::runtime::Error::from(command.exec_replace()).into())
+    }
+}
+
+/// What runs in the sandbox. `run` starts the profile's agent (claude-code
+/// also gets the session label as its display name, and only on `run`);
+/// `sh` and shell profiles start a login shell, or one command through it.
+fn agent_argv(verb: Verb, profile: &Profile, session: &Session, args: &[String]) -> Result<Vec<String>, Error> {
+    let shell = verb == Verb::Sh || profile.kind == ProfileKind::Shell;
+    if shell {
+        if args.is_empty() {
+            return Ok(vec!["bash".into(), "-l".into()]);
+        }
+        // `"$@"` keeps every word of the command as given, with no re-quoting.
+        let mut argv: Vec<String> = vec!["bash".into(), "-lc".into(), "exec \"$@\"".into(), "bash".into()];
+        argv.extend(args.iter().cloned());
+        return Ok(argv);
+    }
+    let Some(binary) = profile.binary.clone() else {
+        return Err(crate::runtime::Error::NotYetSupported { verb: "a gui profile on Linux" }.into());
     };
-    Err(Error::Project { path: path.to_path_buf(), problem })
+    let mut argv = vec![binary];
+    if let (Some(label), "claude-code") = (session.label(), profile.name.as_str()) {
+        argv.extend(["--name".to_owned(), label.to_owned()]);
+    }
+    argv.extend(args.iter().cloned());
+    Ok(argv)
 }
 
 fn warn_misplaced(line: &RunLine) {
@@ -227,15 +324,14 @@ fn warn_misplaced(line: &RunLine) {
 
 /// Under `--json`, a refusal is also reported on stdout as a `Run` object
 /// with `stage: "brig"`, so a script reading only stdout still learns why.
-fn with_json_refusal(ctx: &Context, reference: &str, body: impl FnOnce() -> Result<Code, Error>) -> Result<Code, Error> {
+fn with_json_refusal(
+    ctx: &Context,
+    reference: &str,
+    body: impl FnOnce() -> Result<Outcome, Error>,
+) -> Result<Outcome, Error> {
     let result = body();
     if let (true, Err(err)) = (ctx.json, &result) {
-        let report = RunReport {
-            reference,
-            sandbox: None,
-            stage: "brig",
-            exit: exit_code(err).as_u8(),
-        };
+        let report = RunReport { reference, sandbox: None, stage: "brig", exit: exit_code(err).as_u8() };
         report.print()?;
     }
     result

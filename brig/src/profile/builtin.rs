@@ -10,10 +10,7 @@ pub struct Builtin {
 
 macro_rules! builtin {
     ($name:literal) => {
-        Builtin {
-            name: $name,
-            yaml: include_str!(concat!("../../../profiles/", $name, ".yaml")),
-        }
+        Builtin { name: $name, yaml: include_str!(concat!("../../../profiles/", $name, ".yaml")) }
     };
 }
 
@@ -89,10 +86,7 @@ mod tests {
     #[test]
     fn exactly_the_eight_agents_with_their_aliases() {
         let names: Vec<&str> = BUILTINS.iter().map(|b| b.name).collect();
-        assert_eq!(
-            names,
-            ["claude-code", "claude-desktop", "codex", "cursor", "gemini", "grok", "opencode", "ubuntu"]
-        );
+        assert_eq!(names, ["claude-code", "claude-desktop", "codex", "cursor", "gemini", "grok", "opencode", "ubuntu"]);
         assert_eq!(ALIASES, [("claude", "claude-code"), ("desktop", "claude-desktop")]);
         for (_, target) in ALIASES {
             assert!(names.contains(target));

@@ -39,11 +39,7 @@ pub struct Profile {
     pub mem: u32,
     #[serde(default)]
     pub cpus: u32,
-    #[serde(
-        default,
-        skip_serializing_if = "Vec::is_empty",
-        deserialize_with = "secret_list"
-    )]
+    #[serde(default, skip_serializing_if = "Vec::is_empty", deserialize_with = "secret_list")]
     pub secrets: Vec<SecretDecl>,
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub env: Vec<EnvBinding>,
@@ -304,11 +300,7 @@ impl EnvBinding {
             return Ref::parse(r).map(EnvSource::Ref);
         }
         if let Some(refs) = &self.refs {
-            return refs
-                .iter()
-                .map(|r| Ref::parse(r))
-                .collect::<Result<Vec<_>, _>>()
-                .map(EnvSource::Refs);
+            return refs.iter().map(|r| Ref::parse(r)).collect::<Result<Vec<_>, _>>().map(EnvSource::Refs);
         }
         Ok(EnvSource::Value(self.value.as_deref().unwrap_or_default()))
     }
@@ -508,12 +500,7 @@ impl Profile {
     pub fn credential_names(&self) -> CredentialNames {
         CredentialNames {
             secrets: self.secrets.iter().map(|s| s.name.clone()).collect(),
-            env: self
-                .env
-                .iter()
-                .filter(|e| e.is_credential())
-                .map(|e| e.name.clone())
-                .collect(),
+            env: self.env.iter().filter(|e| e.is_credential()).map(|e| e.name.clone()).collect(),
         }
     }
 
@@ -545,7 +532,6 @@ fn join(base: &str, relative: &str) -> String {
 #[cfg(test)]
 mod tests {
     use super::super::parse;
-    use super::*;
 
     const BASE: &str = "name: t\nbinary: b\nimage: i\nguestHome: /home/t\nmem: 1\ncpus: 1\n";
 
@@ -555,11 +541,7 @@ mod tests {
             "{BASE}volumes:\n  - {{kind: tmpfs, path: a/b, size: 1m}}\n  - {{kind: tmpfs, path: a}}\n  - {{kind: tmpfs, path: c, at: /brig/c, size: 2g}}\n"
         );
         let p = parse(&doc, "t").unwrap();
-        let got: Vec<(String, String)> = p
-            .tmpfs_mounts()
-            .into_iter()
-            .map(|m| (m.target, m.options))
-            .collect();
+        let got: Vec<(String, String)> = p.tmpfs_mounts().into_iter().map(|m| (m.target, m.options)).collect();
         assert_eq!(
             got,
             [

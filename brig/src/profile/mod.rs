@@ -17,11 +17,10 @@ use std::path::PathBuf;
 
 pub use builtin::{ALIASES, BUILTINS, Builtin, FIELD_GUIDE};
 pub use document::{
-    CredentialNames, EnvBinding, EnvSource, FileBinding, HostMount, Hypervisor, Kind, Network,
-    Onboarding, Profile, RootfsType, SecretDecl, Source, SourceKind, TmpfsMount, Volume,
-    VolumeKind,
+    CredentialNames, EnvBinding, EnvSource, FileBinding, HostMount, Hypervisor, Kind, Network, Onboarding, Profile,
+    RootfsType, SecretDecl, Source, SourceKind, TmpfsMount, Volume, VolumeKind,
 };
-pub use registry::{Entry, Origin, Registry};
+pub use registry::{Entry, Origin, Registry, profile_files, split_name};
 pub use validate::{AtProblem, Invalid, PathProblem, Ref, RefError};
 
 #[derive(Debug, thiserror::Error)]
@@ -70,13 +69,10 @@ pub enum Error {
     EditorFailed {
         editor: String,
         #[source]
-        source: std::io::Error,
+        source: crate::process::Error,
     },
     #[error("the editor `{editor}` failed ({status}); the file is left as it is")]
-    EditorExit {
-        editor: String,
-        status: std::process::ExitStatus,
-    },
+    EditorExit { editor: String, status: std::process::ExitStatus },
     /// The edit left an unusable profile behind. The file is kept so the user
     /// can open it again; the previous state is not restored behind their back.
     #[error("{} is not usable after the edit and was kept as it is; run `brig agent edit` again to fix it", path.display())]
@@ -103,23 +99,15 @@ pub fn parse(text: &str, file: &str) -> Result<Profile, Error> {
     // the document would not fit.
     let mut options = serde_saphyr::Options::default();
     options.with_snippet = false;
-    let mut profile: Profile =
-        serde_saphyr::from_str_with_options(text, options).map_err(|source| Error::Parse {
-            file: file.to_owned(),
-            source,
-        })?;
-    validate::normalize_and_check(&mut profile).map_err(|problem| Error::Invalid {
-        file: file.to_owned(),
-        problem,
-    })?;
+    let mut profile: Profile = serde_saphyr::from_str_with_options(text, options)
+        .map_err(|source| Error::Parse { file: file.to_owned(), source })?;
+    validate::normalize_and_check(&mut profile).map_err(|problem| Error::Invalid { file: file.to_owned(), problem })?;
     Ok(profile)
 }
 
 /// Parse raw bytes, refusing anything that is not UTF-8.
 pub fn parse_bytes(bytes: &[u8], file: &str) -> Result<Profile, Error> {
-    let text = std::str::from_utf8(bytes).map_err(|_| Error::NotUtf8 {
-        file: file.to_owned(),
-    })?;
+    let text = std::str::from_utf8(bytes).map_err(|_| Error::NotUtf8 { file: file.to_owned() })?;
     parse(text, file)
 }
 

@@ -32,14 +32,8 @@ impl Entry {
     pub fn origin_mark(&self) -> Option<&'static str> {
         match self.origin {
             Origin::Builtin => None,
-            Origin::File {
-                overrides_builtin: false,
-                ..
-            } => Some("(file)"),
-            Origin::File {
-                overrides_builtin: true,
-                ..
-            } => Some("(file, overrides built-in)"),
+            Origin::File { overrides_builtin: false, .. } => Some("(file)"),
+            Origin::File { overrides_builtin: true, .. } => Some("(file, overrides built-in)"),
         }
     }
 }
@@ -68,10 +62,7 @@ impl Registry {
     /// Load the built-ins and, when given, one profile directory.
     pub fn load_from(dir: Option<&Path>) -> Registry {
         let mut by_name: BTreeMap<String, Entry> = BTreeMap::new();
-        let mut registry = Registry {
-            dir: dir.map(Path::to_path_buf),
-            ..Registry::default()
-        };
+        let mut registry = Registry { dir: dir.map(Path::to_path_buf), ..Registry::default() };
         for b in BUILTINS {
             // The built-ins are checked by a unit test; should one still fail
             // it is reported like a broken file rather than taking brig down.
@@ -79,11 +70,7 @@ impl Registry {
                 Ok(profile) => {
                     by_name.insert(
                         profile.name.clone(),
-                        Entry {
-                            profile,
-                            origin: Origin::Builtin,
-                            text: b.yaml.to_owned(),
-                        },
+                        Entry { profile, origin: Origin::Builtin, text: b.yaml.to_owned() },
                     );
                 }
                 Err(e) => registry.warnings.push(one_line(&e)),
@@ -114,13 +101,11 @@ impl Registry {
         let mut claimed: BTreeMap<String, PathBuf> = BTreeMap::new();
         for path in files {
             let label = path.display().to_string();
-            let parsed = std::fs::read(&path)
-                .map_err(|e| format!("{label}: {e}"))
-                .and_then(|bytes| {
-                    let profile = parse_bytes(&bytes, &label).map_err(|e| one_line(&e))?;
-                    // parse_bytes has checked UTF-8 already.
-                    Ok((profile, String::from_utf8_lossy(&bytes).into_owned()))
-                });
+            let parsed = std::fs::read(&path).map_err(|e| format!("{label}: {e}")).and_then(|bytes| {
+                let profile = parse_bytes(&bytes, &label).map_err(|e| one_line(&e))?;
+                // parse_bytes has checked UTF-8 already.
+                Ok((profile, String::from_utf8_lossy(&bytes).into_owned()))
+            });
             let (profile, text) = match parsed {
                 Ok(ok) => ok,
                 Err(line) => {
@@ -140,17 +125,7 @@ impl Registry {
             }
             let overrides_builtin = BUILTINS.iter().any(|b| b.name == name);
             self.declarations.push((name.clone(), path.clone()));
-            by_name.insert(
-                name,
-                Entry {
-                    profile,
-                    origin: Origin::File {
-                        path,
-                        overrides_builtin,
-                    },
-                    text,
-                },
-            );
+            by_name.insert(name, Entry { profile, origin: Origin::File { path, overrides_builtin }, text });
         }
         if !unusable.is_empty() {
             let mut warning = format!("ignoring {} unusable profile(s):", unusable.len());
@@ -166,9 +141,7 @@ impl Registry {
     pub fn resolve(&self, name: &str) -> Result<&Entry, Error> {
         self.canonical_name(name)
             .and_then(|canonical| self.get(canonical))
-            .ok_or_else(|| Error::UnknownAgent {
-                name: name.to_owned(),
-            })
+            .ok_or_else(|| Error::UnknownAgent { name: name.to_owned() })
     }
 
     /// The registry name a typed name stands for, if any.
@@ -212,11 +185,7 @@ impl Registry {
     /// Every usable file in the profile directory that declares `name`,
     /// in load order.
     pub fn files_declaring(&self, name: &str) -> Vec<&Path> {
-        self.declarations
-            .iter()
-            .filter(|(n, _)| n == name)
-            .map(|(_, p)| p.as_path())
-            .collect()
+        self.declarations.iter().filter(|(n, _)| n == name).map(|(_, p)| p.as_path()).collect()
     }
 
     /// Refuse a name for a new file profile (`agent new`, `agent export`)
@@ -232,10 +201,7 @@ impl Registry {
             && self.get(name).is_none()
             && self.get(target).is_some()
         {
-            return Err(Error::DestinationIsAlias {
-                name: name.to_owned(),
-                target: (*target).to_owned(),
-            });
+            return Err(Error::DestinationIsAlias { name: name.to_owned(), target: (*target).to_owned() });
         }
         self.check_reserved(name)
     }
@@ -246,10 +212,7 @@ impl Registry {
         for entry in &self.entries {
             let p = &entry.profile;
             if p.name != name && p.reserved_names().contains(&name) {
-                return Err(Error::DestinationReserved {
-                    name: name.to_owned(),
-                    by: p.name.clone(),
-                });
+                return Err(Error::DestinationReserved { name: name.to_owned(), by: p.name.clone() });
             }
         }
         Ok(())
@@ -282,9 +245,7 @@ pub fn split_name(path: &Path) -> Option<(&str, &str)> {
 }
 
 fn file_name(path: &Path) -> String {
-    path.file_name()
-        .map(|n| n.to_string_lossy().into_owned())
-        .unwrap_or_else(|| path.display().to_string())
+    path.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_else(|| path.display().to_string())
 }
 
 #[cfg(test)]
@@ -370,7 +331,9 @@ pub(crate) mod tests {
         let s = Scratch::new("precedence");
         for (file, name, desc) in files {
             let text = if file.ends_with(".json") {
-                format!(r#"{{"name": "{name}", "desc": "{desc}", "binary": "b", "image": "i", "guestHome": "/root", "mem": 1, "cpus": 1}}"#)
+                format!(
+                    r#"{{"name": "{name}", "desc": "{desc}", "binary": "b", "image": "i", "guestHome": "/root", "mem": 1, "cpus": 1}}"#
+                )
             } else {
                 doc(name, desc)
             };

@@ -26,11 +26,7 @@ fn write_err(action: &'static str, path: &Path) -> impl FnOnce(std::io::Error) -
 /// Create the profile directory (mode 0700) if it does not exist yet. An
 /// existing directory keeps the mode its owner gave it.
 pub fn ensure_dir(dir: &Path) -> Result<(), Error> {
-    DirBuilder::new()
-        .recursive(true)
-        .mode(DIR_MODE)
-        .create(dir)
-        .map_err(write_err("create the profile directory", dir))
+    DirBuilder::new().recursive(true).mode(DIR_MODE).create(dir).map_err(write_err("create the profile directory", dir))
 }
 
 /// Atomically replace `dir/file_name` with `bytes`, creating `dir` first.
@@ -66,9 +62,7 @@ fn next_serial() -> usize {
 
 /// Make the rename itself durable.
 fn sync_dir(dir: &Path) -> Result<(), Error> {
-    fs::File::open(dir)
-        .and_then(|d| d.sync_all())
-        .map_err(write_err("sync", dir))
+    fs::File::open(dir).and_then(|d| d.sync_all()).map_err(write_err("sync", dir))
 }
 
 pub fn remove(path: &Path) -> Result<(), Error> {
@@ -84,11 +78,7 @@ pub fn file_name_for(name: &str, bytes: &[u8]) -> String {
 
 /// Existing `dir/<name>.<ext>` files for every profile extension.
 pub fn same_stem_files(dir: &Path, name: &str) -> Vec<PathBuf> {
-    EXTENSIONS
-        .iter()
-        .map(|ext| dir.join(format!("{name}.{ext}")))
-        .filter(|p| p.exists())
-        .collect()
+    EXTENSIONS.iter().map(|ext| dir.join(format!("{name}.{ext}"))).filter(|p| p.exists()).collect()
 }
 
 /// Store `bytes` as the profile `name`, then delete the copies under the

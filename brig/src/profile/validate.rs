@@ -4,8 +4,8 @@
 
 use std::collections::HashSet;
 
-use super::document::{Kind, Profile, SourceKind, Volume, VolumeKind};
 use super::document::EnvBinding;
+use super::document::{Kind, Profile, SourceKind, Volume, VolumeKind};
 
 /// One broken rule in a profile that parsed.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
@@ -34,17 +34,9 @@ pub enum Invalid {
     #[error("the secret {secret} uses both the single from: shorthand and sources:")]
     SecretShorthandAndSources { secret: String },
     #[error("the {from} source of the secret {secret} needs {locator}:")]
-    SourceMissingLocator {
-        secret: String,
-        from: &'static str,
-        locator: &'static str,
-    },
+    SourceMissingLocator { secret: String, from: &'static str, locator: &'static str },
     #[error("the {from} source of the secret {secret} cannot carry {locator}:")]
-    SourceForeignLocator {
-        secret: String,
-        from: &'static str,
-        locator: &'static str,
-    },
+    SourceForeignLocator { secret: String, from: &'static str, locator: &'static str },
     #[error("the secret {secret} has shorthand fields ({locator}:) without from:")]
     SecretLocatorWithoutFrom { secret: String, locator: &'static str },
 
@@ -82,31 +74,19 @@ pub enum Invalid {
     FileUnderHostmount { path: String, hostmount: String },
 
     #[error("{field} entry \"{path}\" {problem}")]
-    BadPath {
-        field: &'static str,
-        path: String,
-        problem: PathProblem,
-    },
+    BadPath { field: &'static str, path: String, problem: PathProblem },
     #[error("two volumes have the path {path}")]
     VolumeDuplicate { path: String },
     #[error("the volume {path} has kind: volume, which is not supported yet")]
     VolumeUnsupported { path: String },
     #[error("the {kind} volume {path} cannot carry {field}:")]
-    VolumeFieldNotAllowed {
-        path: String,
-        kind: &'static str,
-        field: &'static str,
-    },
+    VolumeFieldNotAllowed { path: String, kind: &'static str, field: &'static str },
     #[error("the tmpfs {path} has size \"{size}\"; use a whole number with an optional k, m or g (like 512m)")]
     VolumeBadSize { path: String, size: String },
     #[error("the hostmount {path} is not inside a tmpfs volume")]
     HostmountOutsideTmpfs { path: String },
     #[error("the tmpfs {path} has at: \"{at}\", which {problem}")]
-    BadAt {
-        path: String,
-        at: String,
-        problem: AtProblem,
-    },
+    BadAt { path: String, at: String, problem: AtProblem },
     #[error("the tmpfs volumes {inner} and {outer} nest, which is not allowed when either sets at:")]
     NestedTmpfsWithAt { inner: String, outer: String },
     #[error("statePaths cannot be combined with volumes; volumes replaces it")]
@@ -179,9 +159,7 @@ impl Ref {
             "secrets" => Err(RefError::BadSecretName),
             "env" if is_env_name(name) => Ok(Ref::Env(name.to_owned())),
             "env" => Err(RefError::BadEnvName),
-            _ => Err(RefError::UnknownNamespace {
-                namespace: namespace.to_owned(),
-            }),
+            _ => Err(RefError::UnknownNamespace { namespace: namespace.to_owned() }),
         }
     }
 }
@@ -198,18 +176,14 @@ impl std::fmt::Display for Ref {
 /// `[a-z0-9._-]`, first character a letter or digit.
 pub fn is_profile_name(name: &str) -> bool {
     name.starts_with(|c: char| c.is_ascii_lowercase() || c.is_ascii_digit())
-        && name
-            .chars()
-            .all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || matches!(c, '.' | '_' | '-'))
+        && name.chars().all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || matches!(c, '.' | '_' | '-'))
 }
 
 /// `[A-Za-z][A-Za-z0-9_-]*`, at most 128 characters.
 pub fn is_secret_name(name: &str) -> bool {
     name.len() <= 128
         && name.starts_with(|c: char| c.is_ascii_alphabetic())
-        && name
-            .chars()
-            .all(|c| c.is_ascii_alphanumeric() || matches!(c, '_' | '-'))
+        && name.chars().all(|c| c.is_ascii_alphanumeric() || matches!(c, '_' | '-'))
 }
 
 /// Anything a process environment can hold as a name.
@@ -268,21 +242,15 @@ fn fold_flag(p: &mut Profile, flag: &'static str, kind: Kind) -> Result<(), Inva
 fn fold_secret_shorthand(p: &mut Profile) -> Result<(), Invalid> {
     for s in &mut p.secrets {
         let Some(from) = s.from.take() else {
-            let stray = [("service", &s.service), ("path", &s.path), ("var", &s.var)]
-                .into_iter()
-                .find(|(_, v)| v.is_some());
+            let stray =
+                [("service", &s.service), ("path", &s.path), ("var", &s.var)].into_iter().find(|(_, v)| v.is_some());
             if let Some((locator, _)) = stray {
-                return Err(Invalid::SecretLocatorWithoutFrom {
-                    secret: s.name.clone(),
-                    locator,
-                });
+                return Err(Invalid::SecretLocatorWithoutFrom { secret: s.name.clone(), locator });
             }
             continue;
         };
         if s.sources.is_some() {
-            return Err(Invalid::SecretShorthandAndSources {
-                secret: s.name.clone(),
-            });
+            return Err(Invalid::SecretShorthandAndSources { secret: s.name.clone() });
         }
         s.sources = Some(vec![super::document::Source {
             from,
@@ -304,12 +272,7 @@ fn fold_forward(p: &mut Profile) -> Result<(), Invalid> {
         if p.env.iter().any(|e| e.name == name) {
             return Err(Invalid::ForwardConflict { name });
         }
-        p.env.push(EnvBinding {
-            reference: Some(format!("env.{name}")),
-            name,
-            value: None,
-            refs: None,
-        });
+        p.env.push(EnvBinding { reference: Some(format!("env.{name}")), name, value: None, refs: None });
     }
     Ok(())
 }
@@ -319,9 +282,7 @@ fn check_identity(p: &Profile) -> Result<(), Invalid> {
         return Err(Invalid::Missing { field: "name" });
     }
     if !is_profile_name(&p.name) {
-        return Err(Invalid::BadName {
-            name: p.name.clone(),
-        });
+        return Err(Invalid::BadName { name: p.name.clone() });
     }
     if p.kind == Kind::Agent && p.binary.as_deref().unwrap_or_default().is_empty() {
         return Err(Invalid::BinaryRequired);
@@ -333,9 +294,7 @@ fn check_identity(p: &Profile) -> Result<(), Invalid> {
         return Err(Invalid::Missing { field: "guestHome" });
     }
     if !is_clean_absolute(&p.guest_home) || p.guest_home == "/" {
-        return Err(Invalid::GuestHomeNotAbsolute {
-            path: p.guest_home.clone(),
-        });
+        return Err(Invalid::GuestHomeNotAbsolute { path: p.guest_home.clone() });
     }
     if p.mem == 0 {
         return Err(Invalid::NotPositive { field: "mem" });
@@ -350,19 +309,13 @@ fn check_secrets(p: &Profile) -> Result<(), Invalid> {
     let mut seen = HashSet::new();
     for s in &p.secrets {
         if !is_secret_name(&s.name) {
-            return Err(Invalid::SecretBadName {
-                name: s.name.clone(),
-            });
+            return Err(Invalid::SecretBadName { name: s.name.clone() });
         }
         if !seen.insert(s.name.as_str()) {
-            return Err(Invalid::SecretDuplicate {
-                name: s.name.clone(),
-            });
+            return Err(Invalid::SecretDuplicate { name: s.name.clone() });
         }
         if s.sources.as_ref().is_some_and(Vec::is_empty) {
-            return Err(Invalid::SecretEmptySources {
-                secret: s.name.clone(),
-            });
+            return Err(Invalid::SecretEmptySources { secret: s.name.clone() });
         }
         for source in s.sources() {
             let present = |kind| match kind {
@@ -394,19 +347,12 @@ fn check_env(p: &Profile) -> Result<(), Invalid> {
     let mut seen = HashSet::new();
     for e in &p.env {
         if !is_env_name(&e.name) {
-            return Err(Invalid::EnvBadName {
-                name: e.name.clone(),
-            });
+            return Err(Invalid::EnvBadName { name: e.name.clone() });
         }
         if !seen.insert(e.name.as_str()) {
-            return Err(Invalid::EnvDuplicate {
-                name: e.name.clone(),
-            });
+            return Err(Invalid::EnvDuplicate { name: e.name.clone() });
         }
-        let count = [e.value.is_some(), e.reference.is_some(), e.refs.is_some()]
-            .into_iter()
-            .filter(|b| *b)
-            .count();
+        let count = [e.value.is_some(), e.reference.is_some(), e.refs.is_some()].into_iter().filter(|b| *b).count();
         match count {
             0 => return Err(Invalid::EnvNoSource { name: e.name.clone() }),
             1 => {}
@@ -438,10 +384,9 @@ fn check_env(p: &Profile) -> Result<(), Invalid> {
 
 fn check_declared(p: &Profile, r: &Ref, binding: &str) -> Result<(), Invalid> {
     match r {
-        Ref::Secret(secret) if p.secret(secret).is_none() => Err(Invalid::UndeclaredSecret {
-            binding: binding.to_owned(),
-            secret: secret.clone(),
-        }),
+        Ref::Secret(secret) if p.secret(secret).is_none() => {
+            Err(Invalid::UndeclaredSecret { binding: binding.to_owned(), secret: secret.clone() })
+        }
         _ => Ok(()),
     }
 }
@@ -463,10 +408,7 @@ fn check_volumes(p: &Profile) -> Result<(), Invalid> {
         if let Some(size) = &v.size
             && !is_size(size)
         {
-            return Err(Invalid::VolumeBadSize {
-                path: v.path.clone(),
-                size: size.clone(),
-            });
+            return Err(Invalid::VolumeBadSize { path: v.path.clone(), size: size.clone() });
         }
         if let Some(at) = &v.at {
             check_at(p, v, at)?;
@@ -481,10 +423,7 @@ fn check_volumes(p: &Profile) -> Result<(), Invalid> {
     for inner in &tmpfs {
         for outer in &tmpfs {
             if is_under(&inner.path, &outer.path) && (inner.at.is_some() || outer.at.is_some()) {
-                return Err(Invalid::NestedTmpfsWithAt {
-                    inner: inner.path.clone(),
-                    outer: outer.path.clone(),
-                });
+                return Err(Invalid::NestedTmpfsWithAt { inner: inner.path.clone(), outer: outer.path.clone() });
             }
         }
     }
@@ -499,11 +438,7 @@ fn check_volume_fields(v: &Volume) -> Result<(), Invalid> {
             .find_map(|(f, present)| present.then_some(f)),
     };
     match refused {
-        Some(field) => Err(Invalid::VolumeFieldNotAllowed {
-            path: v.path.clone(),
-            kind: v.kind.as_str(),
-            field,
-        }),
+        Some(field) => Err(Invalid::VolumeFieldNotAllowed { path: v.path.clone(), kind: v.kind.as_str(), field }),
         None => Ok(()),
     }
 }
@@ -516,16 +451,10 @@ fn is_size(size: &str) -> bool {
 
 /// Guest directories a tmpfs must never cover: the guest's own system, and
 /// `/work`, where projects are mounted.
-const SYSTEM_DIRS: &[&str] = &[
-    "proc", "sys", "dev", "run", "tmp", "etc", "usr", "bin", "sbin", "boot", "var", "work",
-];
+const SYSTEM_DIRS: &[&str] = &["proc", "sys", "dev", "run", "tmp", "etc", "usr", "bin", "sbin", "boot", "var", "work"];
 
 fn check_at(p: &Profile, v: &Volume, at: &str) -> Result<(), Invalid> {
-    let bad = |problem| Invalid::BadAt {
-        path: v.path.clone(),
-        at: at.to_owned(),
-        problem,
-    };
+    let bad = |problem| Invalid::BadAt { path: v.path.clone(), at: at.to_owned(), problem };
     if !is_clean_absolute(at) {
         return Err(bad(AtProblem::NotAbsolute));
     }
@@ -537,19 +466,12 @@ fn check_at(p: &Profile, v: &Volume, at: &str) -> Result<(), Invalid> {
     }
     let first = at.split('/').nth(1).unwrap_or_default();
     if SYSTEM_DIRS.contains(&first) || first.starts_with("lib") {
-        return Err(bad(AtProblem::SystemDir {
-            dir: format!("/{first}"),
-        }));
+        return Err(bad(AtProblem::SystemDir { dir: format!("/{first}") }));
     }
-    let other = p
-        .volumes
-        .iter()
-        .filter(|o| o.path != v.path)
-        .find(|o| o.at.as_deref().is_some_and(|o_at| overlaps(at, o_at)));
+    let other =
+        p.volumes.iter().filter(|o| o.path != v.path).find(|o| o.at.as_deref().is_some_and(|o_at| overlaps(at, o_at)));
     if let Some(other) = other {
-        return Err(bad(AtProblem::OverlapsAt {
-            other: other.path.clone(),
-        }));
+        return Err(bad(AtProblem::OverlapsAt { other: other.path.clone() }));
     }
     Ok(())
 }
@@ -557,10 +479,7 @@ fn check_at(p: &Profile, v: &Volume, at: &str) -> Result<(), Invalid> {
 fn check_files(p: &Profile) -> Result<(), Invalid> {
     let mut seen = HashSet::new();
     for f in &p.files {
-        let not_secret = || Invalid::FileRefNotSecret {
-            path: f.path.clone(),
-            reference: f.reference.clone(),
-        };
+        let not_secret = || Invalid::FileRefNotSecret { path: f.path.clone(), reference: f.reference.clone() };
         let secret = match Ref::parse(&f.reference) {
             Ok(Ref::Secret(s)) => s,
             Ok(Ref::Env(_)) | Err(_) => return Err(not_secret()),
@@ -572,15 +491,9 @@ fn check_files(p: &Profile) -> Result<(), Invalid> {
         }
         let octal = f.mode.len() <= 4 && f.mode.chars().all(|c| ('0'..='7').contains(&c));
         if f.mode.is_empty() || !octal || f.mode_bits() > 0o777 {
-            return Err(Invalid::BadMode {
-                path: f.path.clone(),
-                mode: f.mode.clone(),
-            });
+            return Err(Invalid::BadMode { path: f.path.clone(), mode: f.mode.clone() });
         }
-        let covered = p
-            .volumes
-            .iter()
-            .any(|v| v.kind == VolumeKind::Tmpfs && is_under(&f.path, &v.path));
+        let covered = p.volumes.iter().any(|v| v.kind == VolumeKind::Tmpfs && is_under(&f.path, &v.path));
         if !covered {
             return Err(Invalid::FileNotOnTmpfs { path: f.path.clone() });
         }
@@ -589,10 +502,7 @@ fn check_files(p: &Profile) -> Result<(), Invalid> {
             .iter()
             .find(|v| v.kind == VolumeKind::Hostmount && (f.path == v.path || is_under(&f.path, &v.path)));
         if let Some(h) = carved {
-            return Err(Invalid::FileUnderHostmount {
-                path: f.path.clone(),
-                hostmount: h.path.clone(),
-            });
+            return Err(Invalid::FileUnderHostmount { path: f.path.clone(), hostmount: h.path.clone() });
         }
     }
     Ok(())
@@ -611,7 +521,8 @@ fn check_misc(p: &Profile) -> Result<(), Invalid> {
     for path in &p.project_paths {
         check_relative("projectPaths", path)?;
     }
-    if p.host_config_dir.is_some() != !p.project_paths.is_empty() {
+    let (has_dir, has_paths) = (p.host_config_dir.is_some(), !p.project_paths.is_empty());
+    if has_dir != has_paths {
         return Err(Invalid::HostConfigIncomplete);
     }
     if let Some(o) = &p.onboarding {
@@ -639,11 +550,7 @@ fn check_relative(field: &'static str, path: &str) -> Result<(), Invalid> {
         None
     };
     match problem {
-        Some(problem) => Err(Invalid::BadPath {
-            field,
-            path: path.to_owned(),
-            problem,
-        }),
+        Some(problem) => Err(Invalid::BadPath { field, path: path.to_owned(), problem }),
         None => Ok(()),
     }
 }
@@ -658,9 +565,7 @@ fn is_clean_absolute(path: &str) -> bool {
 
 /// `child` lies strictly below `parent` (by whole components).
 fn is_under(child: &str, parent: &str) -> bool {
-    child
-        .strip_prefix(parent)
-        .is_some_and(|rest| rest.starts_with('/') && !parent.is_empty())
+    child.strip_prefix(parent).is_some_and(|rest| rest.starts_with('/') && !parent.is_empty())
 }
 
 fn overlaps(a: &str, b: &str) -> bool {
@@ -730,7 +635,12 @@ mod tests {
     #[case::name_at_limit(with(&format!("secrets: [a{}]\n", "b".repeat(127))), None)]
     #[case::duplicate(with("secrets: [a, {name: a, required: false}]\n"), Some(Invalid::SecretDuplicate { name: "a".into() }))]
     #[case::empty_sources(with("secrets: [{name: a, sources: []}]\n"), Some(Invalid::SecretEmptySources { secret: "a".into() }))]
-    #[case::sources_ok(with("secrets:\n  - name: a\n    sources:\n      - {from: keychain, service: s}\n      - {from: file, path: ~/x}\n      - {from: env, var: V}\n"), None)]
+    #[case::sources_ok(
+        with(
+            "secrets:\n  - name: a\n    sources:\n      - {from: keychain, service: s}\n      - {from: file, path: ~/x}\n      - {from: env, var: V}\n"
+        ),
+        None
+    )]
     #[case::keychain_needs_service(with("secrets: [{name: a, sources: [{from: keychain}]}]\n"), Some(Invalid::SourceMissingLocator { secret: "a".into(), from: "keychain", locator: "service" }))]
     #[case::file_needs_path(with("secrets: [{name: a, sources: [{from: file}]}]\n"), Some(Invalid::SourceMissingLocator { secret: "a".into(), from: "file", locator: "path" }))]
     #[case::env_needs_var(with("secrets: [{name: a, sources: [{from: env}]}]\n"), Some(Invalid::SourceMissingLocator { secret: "a".into(), from: "env", locator: "var" }))]
@@ -837,7 +747,10 @@ mod tests {
     #[case::hostmount_equal_to_tmpfs(volumes(&["{kind: tmpfs, path: a}", "{kind: hostmount, path: a/b}", "{kind: hostmount, path: b}"]), Some(Invalid::HostmountOutsideTmpfs { path: "b".into() }))]
     #[case::nested_tmpfs(volumes(&["{kind: tmpfs, path: a}", "{kind: tmpfs, path: a/b}"]), None)]
     #[case::nested_tmpfs_with_at(volumes(&["{kind: tmpfs, path: a, at: /brig/a}", "{kind: tmpfs, path: a/b}"]), Some(Invalid::NestedTmpfsWithAt { inner: "a/b".into(), outer: "a".into() }))]
-    #[case::state_paths(with("statePaths: [.x]\nvolumes: [{kind: tmpfs, path: a}]\n"), Some(Invalid::StatePathsWithVolumes))]
+    #[case::state_paths(
+        with("statePaths: [.x]\nvolumes: [{kind: tmpfs, path: a}]\n"),
+        Some(Invalid::StatePathsWithVolumes)
+    )]
     #[case::state_paths_alone(with("statePaths: [.x, .local/share/x]\n"), None)]
     fn volume_rules(#[case] doc: String, #[case] want: Option<Invalid>) {
         assert_eq!(problem(&doc), want);
@@ -848,11 +761,7 @@ mod tests {
     }
 
     fn bad_at(value: &str, problem: AtProblem) -> Option<Invalid> {
-        Some(Invalid::BadAt {
-            path: "a".into(),
-            at: value.into(),
-            problem,
-        })
+        Some(Invalid::BadAt { path: "a".into(), at: value.into(), problem })
     }
 
     #[rstest]
@@ -883,7 +792,10 @@ mod tests {
     #[case::host_config_alone(with("hostConfigDir: ~/.x\n"), Some(Invalid::HostConfigIncomplete))]
     #[case::project_paths_alone(with("projectPaths: [skills]\n"), Some(Invalid::HostConfigIncomplete))]
     #[case::onboarding(with("onboarding: {file: .x.json, seed: {a: true}, trustKey: [projects, ok]}\n"), None)]
-    #[case::onboarding_key(with("onboarding: {file: .x.json, trustKey: [projects]}\n"), Some(Invalid::OnboardingTrustKey))]
+    #[case::onboarding_key(
+        with("onboarding: {file: .x.json, trustKey: [projects]}\n"),
+        Some(Invalid::OnboardingTrustKey)
+    )]
     #[case::onboarding_seed(with("onboarding: {file: .x.json, seed: [1]}\n"), Some(Invalid::OnboardingSeed))]
     #[case::onboarding_file(with("onboarding: {file: ../x}\n"), Some(Invalid::BadPath { field: "onboarding", path: "../x".into(), problem: PathProblem::Escapes }))]
     fn other_rules(#[case] doc: String, #[case] want: Option<Invalid>) {

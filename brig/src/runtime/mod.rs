@@ -105,17 +105,15 @@ pub fn isolation_of(shim: &str) -> Option<Isolation> {
 #[derive(Debug, thiserror::Error)]
 pub enum Error {
     /// Nothing on PATH, and no setting named a binary.
-    #[error("no container runtime found on PATH (looked for nerdctl, podman, docker); install nerdctl or podman, or point BRIG_RUNTIME_BIN at one")]
+    #[error(
+        "no container runtime found on PATH (looked for nerdctl, podman, docker); install nerdctl or podman, or point BRIG_RUNTIME_BIN at one"
+    )]
     NoneFound,
     #[error("unknown BRIG_RUNTIME \"{value}\" (want hull, nerdctl, podman or docker)")]
     UnknownKind { value: String },
     /// A setting named a binary that is not there or cannot be run.
     #[error("{setting} names {}, which {problem}", path.display())]
-    BadBinary {
-        setting: String,
-        path: PathBuf,
-        problem: &'static str,
-    },
+    BadBinary { setting: String, path: PathBuf, problem: &'static str },
     /// `BRIG_RUNTIME` asked for a kind whose binary is not on PATH.
     #[error("BRIG_RUNTIME={kind} but no {} is on PATH; install it or point BRIG_RUNTIME_BIN at one", kind.binary_name())]
     KindNotFound { kind: Kind },
@@ -135,14 +133,23 @@ pub enum Error {
         #[source]
         source: serde_json::Error,
     },
+    #[error("{name} did not answer within {seconds}s of starting (BRIG_READY_TIMEOUT): {words}")]
+    NotReady { name: String, seconds: u32, words: String },
+    /// Running the runtime binary itself failed (exec handover, spawn).
+    #[error(transparent)]
+    Process(#[from] crate::process::Error),
     #[error("no sandbox named {name}")]
     NoSuchSandbox { name: String },
     #[error("{command}: {words}")]
     Operation { runtime: Kind, command: String, words: String },
-    #[error("cannot tell what isolation the shim or runtime \"{shim}\" gives; set BRIG_CONTAINERD_RUNTIME to a known one")]
+    #[error(
+        "cannot tell what isolation the shim or runtime \"{shim}\" gives; set BRIG_CONTAINERD_RUNTIME to a known one"
+    )]
     UnknownShim { shim: String },
     /// A plain-container runtime without the explicit opt-in.
-    #[error("{runtime} runs sandboxes as containers sharing the host kernel ({via}), not as microVMs; set BRIG_ALLOW_CONTAINER_ISOLATION=1 to accept that")]
+    #[error(
+        "{runtime} runs sandboxes as containers sharing the host kernel ({via}), not as microVMs; set BRIG_ALLOW_CONTAINER_ISOLATION=1 to accept that"
+    )]
     ContainerRefused { runtime: Kind, via: String },
 }
 

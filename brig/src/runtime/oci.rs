@@ -39,10 +39,7 @@ impl OciCli {
 
     /// Run a query whose failure means "the runtime cannot be asked".
     fn query(&self, cmd: Command) -> Result<String, Error> {
-        cmd.timeout(QUERY_TIMEOUT)
-            .output()
-            .map(|o| o.stdout)
-            .map_err(|e| self.unreachable(&e))
+        cmd.timeout(QUERY_TIMEOUT).output().map(|o| o.stdout).map_err(|e| self.unreachable(&e))
     }
 
     fn unreachable(&self, err: &process::Error) -> Error {
@@ -53,10 +50,7 @@ impl OciCli {
             }
             other => other.to_string(),
         };
-        Error::Unreachable {
-            runtime: self.kind,
-            words,
-        }
+        Error::Unreachable { runtime: self.kind, words }
     }
 
     /// Run an operation on one sandbox; "no such container" becomes
@@ -100,9 +94,7 @@ pub fn runtime_words(stderr: &str) -> String {
 }
 
 fn is_missing(words: &str) -> bool {
-    ["no such container", "no such object", "no container with name"]
-        .iter()
-        .any(|needle| words.contains(needle))
+    ["no such container", "no such object", "no container with name"].iter().any(|needle| words.contains(needle))
 }
 
 #[derive(Debug, Deserialize)]
@@ -128,11 +120,9 @@ impl Labels {
     fn into_map(self) -> BTreeMap<String, String> {
         match self {
             Labels::Map(map) => map,
-            Labels::Text(text) => text
-                .split(',')
-                .filter_map(|kv| kv.split_once('='))
-                .map(|(k, v)| (k.to_owned(), v.to_owned()))
-                .collect(),
+            Labels::Text(text) => {
+                text.split(',').filter_map(|kv| kv.split_once('=')).map(|(k, v)| (k.to_owned(), v.to_owned())).collect()
+            }
         }
     }
 }
@@ -208,10 +198,7 @@ pub fn parse_mounts(stdout: &str) -> Result<Vec<Mount>, serde_json::Error> {
     Ok(entries
         .into_iter()
         .flat_map(|e| e.mounts)
-        .map(|m| Mount {
-            source: m.source,
-            destination: m.destination,
-        })
+        .map(|m| Mount { source: m.source, destination: m.destination })
         .collect())
 }
 
@@ -247,11 +234,7 @@ impl Runtime for OciCli {
             _ => "{{json .}}",
         };
         let stdout = self.query(self.cmd().args(["ps", "-a", "--format", format]))?;
-        parse_list(self.kind, &stdout).map_err(|source| Error::Unparsable {
-            runtime: self.kind,
-            what: "ps",
-            source,
-        })
+        parse_list(self.kind, &stdout).map_err(|source| Error::Unparsable { runtime: self.kind, what: "ps", source })
     }
 
     fn mounts(&self, name: &str) -> Result<Option<Vec<Mount>>, Error> {
@@ -272,9 +255,7 @@ impl Runtime for OciCli {
         if let (Kind::Nerdctl, Some(shim)) = (self.kind, &self.shim) {
             cmd = cmd.args(["--runtime", shim]);
         }
-        cmd = cmd
-            .args(["--memory", &format!("{}m", spec.mem_mb)])
-            .args(["--cpus", &spec.cpus.to_string()]);
+        cmd = cmd.args(["--memory", &format!("{}m", spec.mem_mb)]).args(["--cpus", &spec.cpus.to_string()]);
         if let Some(pull) = spec.pull {
             cmd = cmd.arg(format!("--pull={pull}"));
         }
@@ -333,9 +314,7 @@ impl Runtime for OciCli {
         match cmd.output() {
             Ok(_) => Ok(()),
             Err(err)
-                if err
-                    .stderr()
-                    .is_some_and(|s| s.contains("no such network") || s.contains("network not found")) =>
+                if err.stderr().is_some_and(|s| s.contains("no such network") || s.contains("network not found")) =>
             {
                 Ok(())
             }

@@ -16,11 +16,15 @@ use crate::environment::Environment;
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Chosen {
     RuntimeBin,
-    Profile { name: String },
+    Profile {
+        name: String,
+    },
     /// `BRIG_RUNTIME`, binary from PATH.
     RuntimeKind,
     /// Nothing set: the first of nerdctl, podman, docker on PATH.
-    Path { fallback: bool },
+    Path {
+        fallback: bool,
+    },
 }
 
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -62,45 +66,28 @@ pub fn resolve(env: &Environment, profile: Option<(&str, Option<&str>)>) -> Resu
             })?
         };
         let kind = kind.map_or_else(|| detect_kind(&bin), Ok)?;
-        return Ok(Resolved {
-            kind,
-            bin,
-            chosen: Chosen::RuntimeBin,
-        });
+        return Ok(Resolved { kind, bin, chosen: Chosen::RuntimeBin });
     }
     if let Some((name, Some(runtime_bin))) = profile {
         let setting = format!("profile {name}'s runtimeBin");
         let bin = check_executable(&setting, &env.expand_tilde(runtime_bin))?;
         let kind = kind.map_or_else(|| detect_kind(&bin), Ok)?;
-        return Ok(Resolved {
-            kind,
-            bin,
-            chosen: Chosen::Profile { name: name.to_owned() },
-        });
+        return Ok(Resolved { kind, bin, chosen: Chosen::Profile { name: name.to_owned() } });
     }
     if let Some(kind) = kind {
         let bin = lookup_path(env, kind.binary_name()).ok_or(Error::KindNotFound { kind })?;
-        return Ok(Resolved {
-            kind,
-            bin,
-            chosen: Chosen::RuntimeKind,
-        });
+        return Ok(Resolved { kind, bin, chosen: Chosen::RuntimeKind });
     }
     for (i, kind) in [Kind::Nerdctl, Kind::Podman, Kind::Docker].into_iter().enumerate() {
         if let Some(bin) = lookup_path(env, kind.binary_name()) {
-            return Ok(Resolved {
-                kind,
-                bin,
-                chosen: Chosen::Path { fallback: i > 0 },
-            });
+            return Ok(Resolved { kind, bin, chosen: Chosen::Path { fallback: i > 0 } });
         }
     }
     Err(Error::NoneFound)
 }
 
 fn is_executable(path: &Path) -> bool {
-    path.metadata()
-        .is_ok_and(|m| m.is_file() && m.permissions().mode() & 0o111 != 0)
+    path.metadata().is_ok_and(|m| m.is_file() && m.permissions().mode() & 0o111 != 0)
 }
 
 fn check_executable(setting: &str, path: &Path) -> Result<PathBuf, Error> {
@@ -110,11 +97,7 @@ fn check_executable(setting: &str, path: &Path) -> Result<PathBuf, Error> {
         Ok(m) if m.permissions().mode() & 0o111 == 0 => "is not executable",
         Ok(_) => return Ok(path.to_path_buf()),
     };
-    Err(Error::BadBinary {
-        setting: setting.to_owned(),
-        path: path.to_path_buf(),
-        problem,
-    })
+    Err(Error::BadBinary { setting: setting.to_owned(), path: path.to_path_buf(), problem })
 }
 
 fn lookup_path(env: &Environment, name: &str) -> Option<PathBuf> {
@@ -200,7 +183,9 @@ mod tests {
     fn runtime_bin_pointing_at_nothing_names_the_setting() {
         let dir = path_with(&["nerdctl"]);
         let err = resolve(&env(&dir, &[("BRIG_RUNTIME_BIN", "/no/such/podman")]), None).unwrap_err();
-        assert!(matches!(err, Error::BadBinary { ref setting, problem: "does not exist", .. } if setting == "BRIG_RUNTIME_BIN"));
+        assert!(
+            matches!(err, Error::BadBinary { ref setting, problem: "does not exist", .. } if setting == "BRIG_RUNTIME_BIN")
+        );
     }
 
     #[test]

@@ -47,10 +47,7 @@ pub struct GuestHome {
 impl GuestHome {
     /// A home read back from an existing sandbox's mount.
     pub fn legacy(path: impl Into<PathBuf>) -> Self {
-        GuestHome {
-            path: path.into(),
-            source: HomeSource::Legacy,
-        }
+        GuestHome { path: path.into(), source: HomeSource::Legacy }
     }
 
     pub fn created_by_brig(&self) -> bool {
@@ -68,10 +65,7 @@ pub fn state_dir(env: &Environment, cwd: &Path) -> Result<PathBuf> {
 /// The per-agent form of `BRIG_WORKSPACE`: `BRIG_<AGENT>_WORKSPACE`, the
 /// agent upper-cased with `-` as `_`.
 pub fn agent_workspace_variable(agent: &str) -> String {
-    format!(
-        "BRIG_{}_WORKSPACE",
-        agent.to_ascii_uppercase().replace('-', "_")
-    )
+    format!("BRIG_{}_WORKSPACE", agent.to_ascii_uppercase().replace('-', "_"))
 }
 
 /// `<state>/homes/<sandbox>`.
@@ -86,20 +80,13 @@ pub fn default_home_path(state_dir: &Path, sandbox: &str) -> PathBuf {
 ///
 /// A per-agent variable that is set but empty stops there and selects the
 /// default home, so one agent can opt out of a global `BRIG_WORKSPACE`.
-pub fn resolve_home(
-    session: &Session,
-    flag: Option<&str>,
-    env: &Environment,
-    cwd: &Path,
-) -> Result<GuestHome> {
+pub fn resolve_home(session: &Session, flag: Option<&str>, env: &Environment, cwd: &Path) -> Result<GuestHome> {
     let agent_var = agent_workspace_variable(session.agent());
     let named = match (flag.filter(|f| !f.is_empty()), env.get_raw(&agent_var)) {
         (Some(dir), _) => Some(("--home".to_owned(), dir)),
         (None, Some("")) => None,
         (None, Some(dir)) => Some((agent_var, dir)),
-        (None, None) => env
-            .get("BRIG_WORKSPACE")
-            .map(|dir| ("BRIG_WORKSPACE".to_owned(), dir)),
+        (None, None) => env.get("BRIG_WORKSPACE").map(|dir| ("BRIG_WORKSPACE".to_owned(), dir)),
     };
     let Some((setting, dir)) = named else {
         return Ok(GuestHome {
@@ -113,21 +100,14 @@ pub fn resolve_home(
         name.push(format!("-{label}"));
         path.set_file_name(name);
     }
-    Ok(GuestHome {
-        path,
-        source: HomeSource::Named { setting },
-    })
+    Ok(GuestHome { path, source: HomeSource::Named { setting } })
 }
 
 /// `path` made absolute against `cwd` and cleaned lexically (`.` dropped,
 /// `..` taking back one component), so that `-<label>` is appended to a real
 /// name and the recorded path reads as the user meant it.
-fn absolute(path: &Path, cwd: &Path) -> PathBuf {
-    let joined = if path.is_absolute() {
-        path.to_owned()
-    } else {
-        cwd.join(path)
-    };
+pub(crate) fn absolute(path: &Path, cwd: &Path) -> PathBuf {
+    let joined = if path.is_absolute() { path.to_owned() } else { cwd.join(path) };
     let mut out = PathBuf::new();
     for component in joined.components() {
         match component {
@@ -161,11 +141,14 @@ pub fn prepare_default_home(state_dir: &Path, sandbox: &str) -> Result<PreparedH
     check_sandbox_name(sandbox)?;
     let path = default_home_path(state_dir, sandbox);
     let walked = walk::create_dir(&path, Mode::from_raw_mode(HOME_MODE))?;
-    Ok(PreparedHome {
-        dir: cap_std::fs::Dir::from(walked.fd),
-        created: walked.created,
-        path,
-    })
+    Ok(PreparedHome { dir: cap_std::fs::Dir::from(walked.fd), created: walked.created, path })
+}
+
+/// Create (or open) a home the user named, refusing links on its path the
+/// same way; brig creates a missing one but never deletes it.
+pub fn prepare_named_home(path: &Path) -> Result<PreparedHome> {
+    let walked = walk::create_dir(path, Mode::from_raw_mode(HOME_MODE))?;
+    Ok(PreparedHome { dir: cap_std::fs::Dir::from(walked.fd), created: walked.created, path: path.to_owned() })
 }
 
 /// Remove `<state>/homes/<sandbox>` and everything in it, never following a
@@ -190,11 +173,9 @@ pub fn remove_default_home(state_dir: &Path, sandbox: &str) -> Result<bool> {
         FileType::Symlink => return Err(walk::symlink_error(&homes.fd, name, &path)),
         _ => return Err(Error::NotADirectory { path }),
     }
-    let home =
-        open_child_dir(&homes.fd, name).map_err(|e| walk::refusal(&homes.fd, name, &path, e))?;
+    let home = open_child_dir(&homes.fd, name).map_err(|e| walk::refusal(&homes.fd, name, &path, e))?;
     empty_dir(home, &path)?;
-    rustix::fs::unlinkat(&homes.fd, name, AtFlags::REMOVEDIR)
-        .map_err(|e| Error::io("remove", &path, e))?;
+    rustix::fs::unlinkat(&homes.fd, name, AtFlags::REMOVEDIR).map_err(|e| Error::io("remove", &path, e))?;
     Ok(true)
 }
 
@@ -246,8 +227,7 @@ fn make_owner_writable(dir: &OwnedFd, path: &Path) -> Result<()> {
     let st = rustix::fs::fstat(dir).map_err(|e| Error::io("inspect", path, e))?;
     let mode = Mode::from_raw_mode(st.st_mode);
     if !mode.contains(Mode::RWXU) {
-        rustix::fs::fchmod(dir, mode | Mode::RWXU)
-            .map_err(|e| Error::io("set the mode of", path, e))?;
+        rustix::fs::fchmod(dir, mode | Mode::RWXU).map_err(|e| Error::io("set the mode of", path, e))?;
     }
     Ok(())
 }
@@ -256,18 +236,10 @@ fn make_owner_writable(dir: &OwnedFd, path: &Path) -> Result<()> {
 /// single path component: this is what keeps removal inside `homes/`.
 fn check_sandbox_name(sandbox: &str) -> Result<()> {
     let single = Path::new(sandbox).components().count() == 1
-        && matches!(
-            Path::new(sandbox).components().next(),
-            Some(Component::Normal(_))
-        );
-    if !single
-        || sandbox.contains('/')
-        || sandbox.len() <= SANDBOX_PREFIX.len()
-        || !sandbox.starts_with(SANDBOX_PREFIX)
+        && matches!(Path::new(sandbox).components().next(), Some(Component::Normal(_)));
+    if !single || sandbox.contains('/') || sandbox.len() <= SANDBOX_PREFIX.len() || !sandbox.starts_with(SANDBOX_PREFIX)
     {
-        return Err(Error::BadSandboxName {
-            name: sandbox.to_owned(),
-        });
+        return Err(Error::BadSandboxName { name: sandbox.to_owned() });
     }
     Ok(())
 }
@@ -317,9 +289,7 @@ mod tests {
         assert_eq!(home.path, PathBuf::from(want_path));
         let want_source = match want_setting {
             "" => HomeSource::Default,
-            s => HomeSource::Named {
-                setting: s.to_owned(),
-            },
+            s => HomeSource::Named { setting: s.to_owned() },
         };
         assert_eq!(home.created_by_brig(), want_source == HomeSource::Default);
         assert_eq!(home.source, want_source);
@@ -327,23 +297,12 @@ mod tests {
 
     #[test]
     fn no_state_dir_is_a_clear_error() {
-        let err = resolve_home(
-            &session("claude"),
-            None,
-            &Environment::default(),
-            Path::new("/"),
-        )
-        .unwrap_err();
+        let err = resolve_home(&session("claude"), None, &Environment::default(), Path::new("/")).unwrap_err();
         assert!(matches!(err, Error::NoStateDir), "{err}");
         assert!(err.to_string().contains("BRIG_STATE_DIR"), "{err}");
         // A named home needs no state directory.
         let env = Environment::from_pairs([("BRIG_WORKSPACE", "/w")]);
-        assert_eq!(
-            resolve_home(&session("claude"), None, &env, Path::new("/"))
-                .unwrap()
-                .path,
-            PathBuf::from("/w")
-        );
+        assert_eq!(resolve_home(&session("claude"), None, &env, Path::new("/")).unwrap().path, PathBuf::from("/w"));
     }
 
     #[test]
@@ -351,12 +310,7 @@ mod tests {
         assert!(HomeSource::Default.created_by_brig());
         assert!(!HomeSource::Legacy.created_by_brig());
         assert!(!GuestHome::legacy("/h/brig/claude-code").created_by_brig());
-        assert!(
-            !HomeSource::Named {
-                setting: "--home".into()
-            }
-            .created_by_brig()
-        );
+        assert!(!HomeSource::Named { setting: "--home".into() }.created_by_brig());
     }
 
     #[rstest]
@@ -380,10 +334,7 @@ mod tests {
         assert_eq!(first.path, state.join("homes/brig-claude-code"));
         assert_eq!(mode_of(&first.path), 0o755);
         first.dir.write("marker", "x").unwrap();
-        assert_eq!(
-            std::fs::read_to_string(first.path.join("marker")).unwrap(),
-            "x"
-        );
+        assert_eq!(std::fs::read_to_string(first.path.join("marker")).unwrap(), "x");
 
         let second = prepare_default_home(&state, "brig-claude-code").unwrap();
         assert!(!second.created);
@@ -399,11 +350,7 @@ mod tests {
         let outside = tmp.path().join("outside");
         std::fs::create_dir(&outside).unwrap();
         let state = tmp.path().join("state");
-        let link = if link_at.is_empty() {
-            state.clone()
-        } else {
-            state.join(link_at)
-        };
+        let link = if link_at.is_empty() { state.clone() } else { state.join(link_at) };
         std::fs::create_dir_all(link.parent().unwrap()).unwrap();
         symlink(&outside, &link).unwrap();
 
@@ -417,11 +364,7 @@ mod tests {
         }
         let msg = err.to_string();
         assert!(msg.contains(&outside.display().to_string()), "{msg}");
-        assert_eq!(
-            std::fs::read_dir(&outside).unwrap().count(),
-            0,
-            "nothing written through the link"
-        );
+        assert_eq!(std::fs::read_dir(&outside).unwrap().count(), 0, "nothing written through the link");
     }
 
     #[rstest]
@@ -463,16 +406,10 @@ mod tests {
         assert!(remove_default_home(&state, "brig-codex").unwrap());
         assert!(!home.exists());
         assert!(state.join("homes").is_dir());
-        assert_eq!(
-            std::fs::read_to_string(outside.join("precious")).unwrap(),
-            "keep me"
-        );
+        assert_eq!(std::fs::read_to_string(outside.join("precious")).unwrap(), "keep me");
         assert_eq!(std::fs::read_dir(&outside).unwrap().count(), 1);
 
-        assert!(
-            !remove_default_home(&state, "brig-codex").unwrap(),
-            "nothing left to remove"
-        );
+        assert!(!remove_default_home(&state, "brig-codex").unwrap(), "nothing left to remove");
         assert!(!remove_default_home(&tmp.path().join("no-state"), "brig-codex").unwrap());
     }
 

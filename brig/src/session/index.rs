@@ -149,8 +149,7 @@ impl Lock {
         let flags = OFlags::RDWR | OFlags::CREATE | OFlags::NOFOLLOW | OFlags::CLOEXEC;
         let fd = rustix::fs::openat(state, LOCK_FILE, flags, Mode::from_raw_mode(0o600))
             .map_err(|e| walk::refusal(state, LOCK_FILE.as_ref(), &path, e))?;
-        rustix::fs::flock(&fd, FlockOperation::LockExclusive)
-            .map_err(|e| Error::io("lock", &path, e))?;
+        rustix::fs::flock(&fd, FlockOperation::LockExclusive).map_err(|e| Error::io("lock", &path, e))?;
         Ok(Lock { _fd: fd })
     }
 }
@@ -166,18 +165,11 @@ fn read(state: &OwnedFd, state_dir: &Path) -> Result<Index> {
     };
     let st = rustix::fs::fstat(&fd).map_err(|e| Error::io("inspect", &path, e))?;
     if FileType::from_raw_mode(st.st_mode) != FileType::RegularFile {
-        return Err(Error::io(
-            "read",
-            &path,
-            std::io::Error::other("not a regular file"),
-        ));
+        return Err(Error::io("read", &path, std::io::Error::other("not a regular file")));
     }
     let mut bytes = Vec::new();
-    std::fs::File::from(fd)
-        .read_to_end(&mut bytes)
-        .map_err(|e| Error::io("read", &path, e))?;
-    let sessions =
-        serde_json::from_slice(&bytes).map_err(|source| Error::IndexCorrupt { path, source })?;
+    std::fs::File::from(fd).read_to_end(&mut bytes).map_err(|e| Error::io("read", &path, e))?;
+    let sessions = serde_json::from_slice(&bytes).map_err(|source| Error::IndexCorrupt { path, source })?;
     Ok(Index { sessions })
 }
 
@@ -185,19 +177,13 @@ fn read(state: &OwnedFd, state_dir: &Path) -> Result<Index> {
 /// it over the index, so a crash leaves the old index or the new one.
 fn write(state: &OwnedFd, state_dir: &Path, index: &Index) -> Result<()> {
     let path = Index::path(state_dir);
-    let mut bytes =
-        serde_json::to_vec_pretty(&index.sessions).map_err(|source| Error::IndexEncode {
-            path: path.clone(),
-            source,
-        })?;
+    let mut bytes = serde_json::to_vec_pretty(&index.sessions)
+        .map_err(|source| Error::IndexEncode { path: path.clone(), source })?;
     bytes.push(b'\n');
 
     // Writers are serialised by the lock, so one name per process is enough;
     // a leftover from a crashed process with the same id is cleared first.
-    let tmp_name = format!(
-        "{INDEX_FILE}.tmp.{}",
-        rustix::process::getpid().as_raw_nonzero()
-    );
+    let tmp_name = format!("{INDEX_FILE}.tmp.{}", rustix::process::getpid().as_raw_nonzero());
     let tmp_path = state_dir.join(&tmp_name);
     match rustix::fs::unlinkat(state, tmp_name.as_str(), rustix::fs::AtFlags::empty()) {
         Ok(()) | Err(Errno::NOENT) => {}
@@ -207,14 +193,13 @@ fn write(state: &OwnedFd, state_dir: &Path, index: &Index) -> Result<()> {
     let fd = rustix::fs::openat(state, tmp_name.as_str(), flags, Mode::from_raw_mode(0o600))
         .map_err(|e| Error::io("create", &tmp_path, e))?;
     let mut file = std::fs::File::from(fd);
-    let written = file
-        .write_all(&bytes)
-        .and_then(|()| file.sync_all())
-        .map_err(|e| Error::io("write", &tmp_path, e))
-        .and_then(|()| {
-            rustix::fs::renameat(state, tmp_name.as_str(), state, INDEX_FILE)
-                .map_err(|e| Error::io("replace", &path, e))
-        });
+    let written =
+        file.write_all(&bytes).and_then(|()| file.sync_all()).map_err(|e| Error::io("write", &tmp_path, e)).and_then(
+            |()| {
+                rustix::fs::renameat(state, tmp_name.as_str(), state, INDEX_FILE)
+                    .map_err(|e| Error::io("replace", &path, e))
+            },
+        );
     if let Err(e) = written {
         let _ = rustix::fs::unlinkat(state, tmp_name.as_str(), rustix::fs::AtFlags::empty());
         return Err(e);
@@ -246,10 +231,7 @@ mod tests {
     fn missing_state_dir_or_file_is_an_empty_index() {
         let tmp = TempDir::new();
         assert!(Index::load(&tmp.path().join("absent")).unwrap().is_empty());
-        assert!(
-            !tmp.path().join("absent").exists(),
-            "loading creates nothing"
-        );
+        assert!(!tmp.path().join("absent").exists(), "loading creates nothing");
         assert!(Index::load(tmp.path()).unwrap().is_empty());
     }
 
@@ -267,36 +249,21 @@ mod tests {
             image: Some("ghcr.io/x/y@sha256:abc".into()),
             emptied_home: true,
         };
-        let replaced = Index::update(&state, |ix| {
-            ix.insert("brig-claude-code-refactor", full.clone())
-        })
-        .unwrap();
+        let replaced = Index::update(&state, |ix| ix.insert("brig-claude-code-refactor", full.clone())).unwrap();
         assert_eq!(replaced, None);
         Index::update(&state, |ix| ix.insert("brig-codex", record("codex", None))).unwrap();
 
         let ix = Index::load(&state).unwrap();
         assert_eq!(ix.len(), 2);
         assert_eq!(ix.get("brig-claude-code-refactor"), Some(&full));
-        assert_eq!(
-            ix.iter().map(|(k, _)| k).collect::<Vec<_>>(),
-            ["brig-claude-code-refactor", "brig-codex"]
-        );
+        assert_eq!(ix.iter().map(|(k, _)| k).collect::<Vec<_>>(), ["brig-claude-code-refactor", "brig-codex"]);
 
         let text = std::fs::read_to_string(Index::path(&state)).unwrap();
-        for key in [
-            "\"homeCreatedByBrig\": true",
-            "\"emptiedHome\": true",
-            "\"project\"",
-            "\"network\"",
-            "\"image\"",
-        ] {
+        for key in ["\"homeCreatedByBrig\": true", "\"emptiedHome\": true", "\"project\"", "\"network\"", "\"image\""] {
             assert!(text.contains(key), "{key} missing from {text}");
         }
-        let mode = std::os::unix::fs::PermissionsExt::mode(
-            &std::fs::metadata(Index::path(&state))
-                .unwrap()
-                .permissions(),
-        );
+        let mode =
+            std::os::unix::fs::PermissionsExt::mode(&std::fs::metadata(Index::path(&state)).unwrap().permissions());
         assert_eq!(mode & 0o777, 0o600);
 
         let removed = Index::update(&state, |ix| ix.remove("brig-codex")).unwrap();
@@ -327,17 +294,9 @@ mod tests {
     #[test]
     fn record_from_session_and_home() {
         let session = Session::parse("claude@x", &FixedAgents::builtin()).unwrap();
-        let home = GuestHome {
-            path: "/w-x".into(),
-            source: HomeSource::Named {
-                setting: "--home".into(),
-            },
-        };
+        let home = GuestHome { path: "/w-x".into(), source: HomeSource::Named { setting: "--home".into() } };
         let r = Record::new(&session, &home);
-        assert_eq!(
-            (r.agent.as_str(), r.label.as_deref()),
-            ("claude-code", Some("x"))
-        );
+        assert_eq!((r.agent.as_str(), r.label.as_deref()), ("claude-code", Some("x")));
         assert!(!r.home_created_by_brig);
     }
 
@@ -350,10 +309,8 @@ mod tests {
                 let state = state.clone();
                 std::thread::spawn(move || {
                     for i in 0..15 {
-                        Index::update(&state, |ix| {
-                            ix.insert(format!("brig-codex-t{t}-{i}"), record("codex", None))
-                        })
-                        .unwrap();
+                        Index::update(&state, |ix| ix.insert(format!("brig-codex-t{t}-{i}"), record("codex", None)))
+                            .unwrap();
                     }
                 })
             })
@@ -371,19 +328,10 @@ mod tests {
         std::fs::write(&path, "{not json").unwrap();
 
         let err = Index::load(tmp.path()).unwrap_err();
-        assert!(
-            matches!(&err, Error::IndexCorrupt { path: p, .. } if p == &path),
-            "{err}"
-        );
-        assert!(
-            err.to_string().contains(&path.display().to_string()),
-            "{err}"
-        );
+        assert!(matches!(&err, Error::IndexCorrupt { path: p, .. } if p == &path), "{err}");
+        assert!(err.to_string().contains(&path.display().to_string()), "{err}");
 
-        let err = Index::update(tmp.path(), |ix| {
-            ix.insert("brig-codex", record("codex", None))
-        })
-        .unwrap_err();
+        let err = Index::update(tmp.path(), |ix| ix.insert("brig-codex", record("codex", None))).unwrap_err();
         assert!(matches!(err, Error::IndexCorrupt { .. }), "{err}");
         assert_eq!(std::fs::read_to_string(&path).unwrap(), "{not json");
     }

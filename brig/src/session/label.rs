@@ -10,11 +10,7 @@
 pub fn slug(text: &str) -> String {
     let mut out = String::with_capacity(text.len());
     for ch in text.chars().flat_map(char::to_lowercase) {
-        let ch = if ch.is_ascii_alphanumeric() || matches!(ch, '.' | '_' | '-') {
-            ch
-        } else {
-            '-'
-        };
+        let ch = if ch.is_ascii_alphanumeric() || matches!(ch, '.' | '_' | '-') { ch } else { '-' };
         if ch == '-' && out.ends_with('-') {
             continue;
         }

@@ -8,6 +8,7 @@
 pub mod home;
 pub mod index;
 pub mod label;
+pub mod project;
 pub mod reference;
 mod walk;
 
@@ -42,32 +43,18 @@ pub enum Error {
 
     /// Refused rather than rewritten, so that two spellings never silently
     /// reach one session.
-    #[error(
-        "label \"{label}\" in ref \"{text}\" is not a valid label; it would map to \"{slug}\", write that instead"
-    )]
-    LabelNotSlug {
-        text: String,
-        label: String,
-        slug: String,
-    },
+    #[error("label \"{label}\" in ref \"{text}\" is not a valid label; it would map to \"{slug}\", write that instead")]
+    LabelNotSlug { text: String, label: String, slug: String },
 
-    #[error(
-        "label \"{label}\" in ref \"{text}\" has no usable characters (letters, digits, '.', '_', '-')"
-    )]
+    #[error("label \"{label}\" in ref \"{text}\" has no usable characters (letters, digits, '.', '_', '-')")]
     LabelUnusable { text: String, label: String },
 
     #[error(
         "ref \"{text}\" would use sandbox \"{sandbox}\", which is the default session of agent \"{other}\"; choose another label"
     )]
-    LabelShadowsAgent {
-        text: String,
-        sandbox: String,
-        other: String,
-    },
+    LabelShadowsAgent { text: String, sandbox: String, other: String },
 
-    #[error(
-        "--name cannot be combined with the label in ref \"{text}\"; keep the label and drop --name"
-    )]
+    #[error("--name cannot be combined with the label in ref \"{text}\"; keep the label and drop --name")]
     NameWithLabel { text: String },
 
     #[error("--name \"{name}\" has no usable characters (letters, digits, '.', '_', '-')")]
@@ -83,6 +70,9 @@ pub enum Error {
     /// write, so it is refused and both ends are named.
     #[error("{} is a symbolic link to {}; brig does not follow links on this path", link.display(), target.display())]
     Symlink { link: PathBuf, target: PathBuf },
+
+    #[error("project {} does not exist", path.display())]
+    NoProject { path: PathBuf },
 
     #[error("{} is not a directory", path.display())]
     NotADirectory { path: PathBuf },
@@ -114,16 +104,8 @@ pub enum Error {
 }
 
 impl Error {
-    pub(crate) fn io(
-        action: &'static str,
-        path: impl Into<PathBuf>,
-        source: impl Into<std::io::Error>,
-    ) -> Self {
-        Error::Io {
-            action,
-            path: path.into(),
-            source: source.into(),
-        }
+    pub(crate) fn io(action: &'static str, path: impl Into<PathBuf>, source: impl Into<std::io::Error>) -> Self {
+        Error::Io { action, path: path.into(), source: source.into() }
     }
 }
 
@@ -147,8 +129,7 @@ pub(crate) mod testing {
         pub fn new() -> Self {
             static NEXT: AtomicUsize = AtomicUsize::new(0);
             let n = NEXT.fetch_add(1, Ordering::Relaxed);
-            let path =
-                Path::new("/tmp").join(format!("brig-session-test-{}-{n}", std::process::id()));
+            let path = Path::new("/tmp").join(format!("brig-session-test-{}-{n}", std::process::id()));
             let _ = std::fs::remove_dir_all(&path);
             std::fs::create_dir(&path).expect("create scratch dir");
             TempDir(path)

@@ -32,25 +32,17 @@ impl Session {
     /// Returns the session and, when `--name` was given, the warning line to
     /// print: it names the label actually used, so the user can find the
     /// home and switch to the `@label` form.
-    pub fn parse_with_name(
-        typed: &str,
-        name: Option<&str>,
-        agents: &dyn Agents,
-    ) -> Result<(Session, Option<String>)> {
+    pub fn parse_with_name(typed: &str, name: Option<&str>, agents: &dyn Agents) -> Result<(Session, Option<String>)> {
         let Some(name) = name else {
             return Ok((Session::parse(typed, agents)?, None));
         };
         let (agent_text, label) = split(typed)?;
         if label.is_some() {
-            return Err(Error::NameWithLabel {
-                text: typed.to_owned(),
-            });
+            return Err(Error::NameWithLabel { text: typed.to_owned() });
         }
         let converted = slug(name);
         if converted.is_empty() {
-            return Err(Error::NameUnusable {
-                name: name.to_owned(),
-            });
+            return Err(Error::NameUnusable { name: name.to_owned() });
         }
         let session = Session::resolve(typed, agent_text, Some(converted.clone()), agents)?;
         let warning = format!(
@@ -60,41 +52,19 @@ impl Session {
         Ok((session, Some(warning)))
     }
 
-    fn resolve(
-        typed: &str,
-        agent_text: &str,
-        label: Option<String>,
-        agents: &dyn Agents,
-    ) -> Result<Session> {
-        let agent = agents
-            .canonical(agent_text)
-            .ok_or_else(|| Error::UnknownAgent {
-                name: agent_text.to_owned(),
-            })?;
+    fn resolve(typed: &str, agent_text: &str, label: Option<String>, agents: &dyn Agents) -> Result<Session> {
+        let agent = agents.canonical(agent_text).ok_or_else(|| Error::UnknownAgent { name: agent_text.to_owned() })?;
         let sandbox = sandbox_name(&agent, label.as_deref());
         if label.is_some() {
             // A label must not land on the sandbox (and so the home) of
             // another agent's default session: `claude-code@x` and an agent
             // named `claude-code-x` would otherwise share `brig-claude-code-x`.
             let own_name = &sandbox[SANDBOX_PREFIX.len()..];
-            if let Some(other) = agents
-                .names()
-                .into_iter()
-                .find(|n| n != &agent && n == own_name)
-            {
-                return Err(Error::LabelShadowsAgent {
-                    text: typed.to_owned(),
-                    sandbox,
-                    other,
-                });
+            if let Some(other) = agents.names().into_iter().find(|n| n != &agent && n == own_name) {
+                return Err(Error::LabelShadowsAgent { text: typed.to_owned(), sandbox, other });
             }
         }
-        Ok(Session {
-            typed: typed.to_owned(),
-            agent,
-            label,
-            sandbox,
-        })
+        Ok(Session { typed: typed.to_owned(), agent, label, sandbox })
     }
 
     /// The ref exactly as the user typed it (what `run --json` reports).
@@ -182,17 +152,10 @@ fn split(typed: &str) -> Result<(&str, Option<&str>)> {
 fn check_label(typed: &str, label: &str) -> Result<()> {
     let converted = slug(label);
     if converted.is_empty() {
-        return Err(Error::LabelUnusable {
-            text: typed.to_owned(),
-            label: label.to_owned(),
-        });
+        return Err(Error::LabelUnusable { text: typed.to_owned(), label: label.to_owned() });
     }
     if converted != label {
-        return Err(Error::LabelNotSlug {
-            text: typed.to_owned(),
-            label: label.to_owned(),
-            slug: converted,
-        });
+        return Err(Error::LabelNotSlug { text: typed.to_owned(), label: label.to_owned(), slug: converted });
     }
     Ok(())
 }
@@ -272,10 +235,7 @@ mod tests {
         "claude@Refactor",
         "label \"Refactor\" in ref \"claude@Refactor\" is not a valid label; it would map to \"refactor\", write that instead"
     )]
-    #[case(
-        "nope",
-        "unknown agent \"nope\"; run `brig agent ls` to list the agents brig knows"
-    )]
+    #[case("nope", "unknown agent \"nope\"; run `brig agent ls` to list the agents brig knows")]
     #[case(
         "claude@---",
         "label \"---\" in ref \"claude@---\" has no usable characters (letters, digits, '.', '_', '-')"
@@ -331,10 +291,7 @@ mod tests {
     #[case("brig-unknown", None)]
     #[case("other-codex", None)]
     #[case("brig-", None)]
-    fn sandbox_names_back_to_refs(
-        #[case] sandbox: &str,
-        #[case] want: Option<(&str, Option<&str>)>,
-    ) {
+    fn sandbox_names_back_to_refs(#[case] sandbox: &str, #[case] want: Option<(&str, Option<&str>)>) {
         let names = FixedAgents::builtin().with("claude-code-x").names();
         let got = parse_sandbox_name(sandbox, &names);
         let want = want.map(|(a, l)| (a.to_owned(), l.map(str::to_owned)));

@@ -26,9 +26,7 @@ pub(crate) struct Walked {
     pub created: bool,
 }
 
-const DIR_FLAGS: OFlags = OFlags::RDONLY
-    .union(OFlags::DIRECTORY)
-    .union(OFlags::CLOEXEC);
+const DIR_FLAGS: OFlags = OFlags::RDONLY.union(OFlags::DIRECTORY).union(OFlags::CLOEXEC);
 
 /// Open the directory at `path`; `None` when a component is missing.
 pub(crate) fn open_dir(path: &Path) -> Result<Option<Walked>> {
@@ -41,19 +39,12 @@ pub(crate) fn open_dir(path: &Path) -> Result<Option<Walked>> {
 pub(crate) fn create_dir(path: &Path, mode: Mode) -> Result<Walked> {
     // A walk that creates does not come back empty-handed; the error only
     // keeps that an error rather than a panic.
-    walk(path, Some(mode))?.ok_or_else(|| {
-        Error::io(
-            "create",
-            path,
-            std::io::Error::from(std::io::ErrorKind::NotFound),
-        )
-    })
+    walk(path, Some(mode))?.ok_or_else(|| Error::io("create", path, std::io::Error::from(std::io::ErrorKind::NotFound)))
 }
 
 fn walk(path: &Path, create: Option<Mode>) -> Result<Option<Walked>> {
     let (mut fd, mut shown, mut in_root) = if path.is_absolute() {
-        let fd = rustix::fs::open("/", DIR_FLAGS, Mode::empty())
-            .map_err(|e| Error::io("open", "/", e))?;
+        let fd = rustix::fs::open("/", DIR_FLAGS, Mode::empty()).map_err(|e| Error::io("open", "/", e))?;
         (fd, PathBuf::from("/"), true)
     } else {
         let fd = rustix::fs::openat(rustix::fs::CWD, ".", DIR_FLAGS, Mode::empty())
@@ -70,22 +61,17 @@ fn walk(path: &Path, create: Option<Mode>) -> Result<Option<Walked>> {
         let trusted = in_root || !user_writable(&fd, &shown)?;
         shown.push(name);
         in_root = false;
-        let flags = if trusted {
-            DIR_FLAGS
-        } else {
-            DIR_FLAGS | OFlags::NOFOLLOW
-        };
+        let flags = if trusted { DIR_FLAGS } else { DIR_FLAGS | OFlags::NOFOLLOW };
         created = false;
         let next = match rustix::fs::openat(&fd, name, flags, Mode::empty()) {
             Ok(next) => next,
             Err(Errno::NOENT) => {
                 let Some(mode) = create else { return Ok(None) };
                 created = make_dir(&fd, name, mode, &shown)?;
-                let next = rustix::fs::openat(&fd, name, flags, Mode::empty())
-                    .map_err(|e| refusal(&fd, name, &shown, e))?;
+                let next =
+                    rustix::fs::openat(&fd, name, flags, Mode::empty()).map_err(|e| refusal(&fd, name, &shown, e))?;
                 if created {
-                    rustix::fs::fchmod(&next, mode)
-                        .map_err(|e| Error::io("set the mode of", &shown, e))?;
+                    rustix::fs::fchmod(&next, mode).map_err(|e| Error::io("set the mode of", &shown, e))?;
                 }
                 next
             }
@@ -114,9 +100,7 @@ pub(crate) fn refusal(parent: &OwnedFd, name: &OsStr, shown: &Path, err: Errno) 
                 return symlink_error(parent, name, shown);
             }
             Ok(st) if FileType::from_raw_mode(st.st_mode) != FileType::Directory => {
-                return Error::NotADirectory {
-                    path: shown.to_owned(),
-                };
+                return Error::NotADirectory { path: shown.to_owned() };
             }
             _ => {}
         }
@@ -127,10 +111,9 @@ pub(crate) fn refusal(parent: &OwnedFd, name: &OsStr, shown: &Path, err: Errno) 
 /// The error for a refused link at `parent/name`, naming where it points.
 pub(crate) fn symlink_error(parent: &OwnedFd, name: &OsStr, shown: &Path) -> Error {
     match rustix::fs::readlinkat(parent, name, Vec::new()) {
-        Ok(target) => Error::Symlink {
-            link: shown.to_owned(),
-            target: PathBuf::from(OsStr::from_bytes(target.as_bytes())),
-        },
+        Ok(target) => {
+            Error::Symlink { link: shown.to_owned(), target: PathBuf::from(OsStr::from_bytes(target.as_bytes())) }
+        }
         Err(e) => Error::io("read the link", shown, e),
     }
 }

@@ -1,0 +1,40 @@
+//! `brig stop <ref>`: stop the sandbox; its name, home and record stay.
+
+use crate::Error;
+use crate::cli::{Context, print};
+use crate::engine::{Engine, Prompts};
+use crate::exit::Code;
+use crate::profile::Registry;
+use crate::runtime::{self, State};
+use crate::warn::Warnings;
+
+#[derive(Debug, clap::Args)]
+pub struct StopArgs {
+    /// The session: <agent> or <agent>@<label>.
+    #[arg(value_name = "REF")]
+    pub reference: String,
+    /// Retiring: the session label (use <agent>@<label>).
+    #[arg(long, value_name = "NAME")]
+    pub name: Option<String>,
+}
+
+pub fn run(args: StopArgs, ctx: &Context) -> Result<Code, Error> {
+    let registry = Registry::load(&ctx.env);
+    let mut engine = Engine::new(&ctx.env, &registry, Prompts::Nobody, Warnings::stderr())?;
+    let (session, profile) = engine.session(&args.reference, args.name.as_deref())?;
+    let runtime = engine.open_runtime_for_listing(Some(&profile))?;
+    let listing = runtime.list()?;
+    let sandbox = session.sandbox();
+    match listing.iter().find(|l| l.name == sandbox).map(|l| l.state) {
+        None => Err(runtime::Error::NoSuchSandbox { name: sandbox.to_owned() }.into()),
+        // Stopping what is not running is success: the user's intent holds.
+        Some(State::Stopped) => Ok(Code::Success),
+        Some(State::Running) => {
+            runtime.stop(sandbox)?;
+            if !ctx.quiet {
+                print(format!("stopped {sandbox}\n"))?;
+            }
+            Ok(Code::Success)
+        }
+    }
+}

@@ -1,0 +1,121 @@
+//! The lifecycle both binaries share: resolve → prepare → boot → exec.
+//!
+//! `brig run`, `brig sh` and brigd's `ensure` all come through
+//! [`Engine::ensure`], so there is no CLI-only or daemon-only opinion about
+//! how a sandbox is built. The engine never prompts when it was told there
+//! is nobody to ask (brigd): whatever would prompt refuses instead.
+
+mod boot;
+mod ensure;
+
+use std::path::PathBuf;
+
+pub use boot::{SHARED_NETWORK, network_name};
+pub use ensure::{Ensured, ProjectChoice, Request};
+
+use crate::Error;
+use crate::environment::Environment;
+use crate::profile::{Profile, Registry};
+use crate::runtime::{self, Isolation, Runtime};
+use crate::session::{Session, home};
+use crate::warn::Warnings;
+
+/// Whether anyone can answer a question.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Prompts {
+    /// A person at a terminal (the CLI with a TTY).
+    Terminal,
+    /// No one: brigd, or the CLI without a terminal. A question refuses.
+    Nobody,
+}
+
+/// The runtime chosen for one profile, opened and checked.
+#[derive(Debug)]
+pub struct Opened {
+    pub runtime: Box<dyn Runtime>,
+    pub isolation: Isolation,
+}
+
+/// One engine per command (or per brigd request).
+#[derive(Debug)]
+pub struct Engine<'a> {
+    pub env: &'a Environment,
+    pub registry: &'a Registry,
+    pub prompts: Prompts,
+    pub warnings: Warnings,
+    pub(crate) cwd: PathBuf,
+    pub(crate) state_dir: PathBuf,
+}
+
+impl<'a> Engine<'a> {
+    pub fn new(
+        env: &'a Environment,
+        registry: &'a Registry,
+        prompts: Prompts,
+        warnings: Warnings,
+    ) -> Result<Self, Error> {
+        let cwd = std::env::current_dir().map_err(|e| Error::io("read the current directory", ".", e))?;
+        let state_dir = home::state_dir(env, &cwd)?;
+        Ok(Engine { env, registry, prompts, warnings, cwd, state_dir })
+    }
+
+    pub fn state_dir(&self) -> &std::path::Path {
+        &self.state_dir
+    }
+
+    /// Parse a ref (with the retiring `--name`) against this registry.
+    pub fn session(&mut self, typed: &str, name: Option<&str>) -> Result<(Session, Profile), Error> {
+        let (session, warning) = Session::parse_with_name(typed, name, self.registry)?;
+        if let Some(line) = warning {
+            self.warnings.push(line);
+        }
+        let profile = self.registry.resolve(session.agent())?.profile.clone();
+        Ok((session, profile))
+    }
+
+    /// Resolve and open the runtime for a profile, reporting an implicit
+    /// fallback once, and apply the isolation rule: a plain-container runtime
+    /// is refused (exit 7) unless `BRIG_ALLOW_CONTAINER_ISOLATION` accepts it,
+    /// and every accepted run says so.
+    pub fn open_runtime(&mut self, profile: &Profile) -> Result<Opened, Error> {
+        let resolved = runtime::resolve(self.env, Some((&profile.name, profile.runtime_bin.as_deref())))?;
+        if let Some(notice) = resolved.fallback_notice() {
+            self.warnings.push(notice);
+        }
+        let runtime = runtime::open(&resolved, self.env)?;
+        let isolation = runtime.isolation()?;
+        if isolation == Isolation::Container {
+            let allowed = crate::settings::global::<crate::settings::Bool>(self.env, "BRIG_ALLOW_CONTAINER_ISOLATION")?
+                .is_some_and(|b| b.0);
+            let via = match resolved.kind {
+                runtime::Kind::Nerdctl => {
+                    self.env.get("BRIG_CONTAINERD_RUNTIME").unwrap_or(runtime::DEFAULT_SHIM).to_owned()
+                }
+                kind => kind.to_string(),
+            };
+            if !allowed {
+                return Err(runtime::Error::ContainerRefused { runtime: resolved.kind, via }.into());
+            }
+            self.warnings.push(format!(
+                "this sandbox is a container sharing the host kernel ({via}), not a microVM; accepted because BRIG_ALLOW_CONTAINER_ISOLATION is set"
+            ));
+        }
+        Ok(Opened { runtime, isolation })
+    }
+
+    /// The variables an exec in this profile's sandbox carries: the guest
+    /// home as HOME, and the profile's bindings resolved now, so a value
+    /// changed on the host since the boot arrives with the next exec.
+    pub fn exec_env(&mut self, profile: &Profile) -> Result<Vec<(String, String)>, Error> {
+        let mut env = vec![("HOME".to_owned(), profile.guest_home.clone())];
+        env.extend(boot::forwarded(self, profile)?);
+        Ok(env)
+    }
+
+    /// The runtime for commands that only look (`ls`, `stop`, `rm`): no
+    /// isolation rule, since nothing new is booted.
+    pub fn open_runtime_for_listing(&mut self, profile: Option<&Profile>) -> Result<Box<dyn Runtime>, Error> {
+        let resolved = runtime::resolve(self.env, profile.map(|p| (p.name.as_str(), p.runtime_bin.as_deref())))?;
+        Ok(runtime::open(&resolved, self.env)?)
+    }
+}

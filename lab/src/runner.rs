@@ -1,0 +1,212 @@
+//! The lab's entry point: settings from the environment, host detection,
+//! the libtest-mimic run, and the closing table of ignored trials.
+
+use std::path::{Path, PathBuf};
+use std::process::ExitCode;
+use std::sync::Arc;
+use std::time::Instant;
+
+use anyhow::{Result, bail};
+use libtest_mimic::{Arguments, Conclusion, FormatSetting, Trial};
+
+use crate::discover;
+use crate::runtime::Host;
+use crate::scenario::{Need, RuntimeName};
+use crate::trial::{Lab, TrialSpec};
+
+/// Where the lab's inputs live when no setting moves them.
+fn crate_dir() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+}
+
+pub fn default_scenarios_dir() -> PathBuf {
+    crate_dir().join("..").join("scenarios")
+}
+
+pub fn default_profiles_dir() -> PathBuf {
+    crate_dir().join("profiles")
+}
+
+/// The lab's settings, read from `LAB_*` variables.
+#[derive(Debug, Clone)]
+pub struct Settings {
+    pub brig: PathBuf,
+    pub scenarios: PathBuf,
+    pub profiles: PathBuf,
+    pub runtimes: Vec<RuntimeName>,
+    pub require: Vec<String>,
+}
+
+impl Settings {
+    pub fn from_env() -> Result<Settings> {
+        let var = |name: &str| std::env::var(name).ok().filter(|v| !v.trim().is_empty());
+        let runtimes = match var("LAB_RUNTIMES") {
+            None => RuntimeName::ALL.to_vec(),
+            Some(list) => split(&list)
+                .map(|name| {
+                    RuntimeName::parse(name).ok_or_else(|| {
+                        anyhow::anyhow!("LAB_RUNTIMES: unknown runtime {name:?} (nerdctl, podman)")
+                    })
+                })
+                .collect::<Result<_>>()?,
+        };
+        let require: Vec<String> = var("LAB_REQUIRE")
+            .map(|list| split(&list).map(str::to_owned).collect())
+            .unwrap_or_default();
+        for name in &require {
+            let known = RuntimeName::parse(name).is_some() || Need::ALL.iter().any(|n| n.as_str() == name);
+            if !known {
+                bail!("LAB_REQUIRE: {name:?} is neither a runtime (nerdctl, podman) nor a capability");
+            }
+        }
+        Ok(Settings {
+            brig: var("LAB_BRIG").map(PathBuf::from).unwrap_or_else(default_brig),
+            scenarios: var("LAB_SCENARIOS")
+                .map(PathBuf::from)
+                .unwrap_or_else(default_scenarios_dir),
+            profiles: var("LAB_PROFILES")
+                .map(PathBuf::from)
+                .unwrap_or_else(default_profiles_dir),
+            runtimes,
+            require,
+        })
+    }
+}
+
+fn split(list: &str) -> impl Iterator<Item = &str> {
+    list.split(',').map(str::trim).filter(|s| !s.is_empty())
+}
+
+/// `brig` beside the lab binary (both are built into the same target
+/// directory), else the workspace's debug build.
+fn default_brig() -> PathBuf {
+    if let Ok(exe) = std::env::current_exe()
+        && let Some(dir) = exe.parent()
+    {
+        for candidate in [dir.join("brig"), dir.join("..").join("brig")] {
+            if candidate.is_file() {
+                return candidate;
+            }
+        }
+    }
+    crate_dir().join("..").join("target").join("debug").join("brig")
+}
+
+/// One trial as libtest sees it, with why it is ignored, if it is.
+struct Planned {
+    trial: Trial,
+    ignored_because: Option<String>,
+}
+
+/// Runs the lab with the process's arguments and environment.
+pub fn main() -> ExitCode {
+    let args = Arguments::from_args();
+    let settings = match Settings::from_env() {
+        Ok(settings) => settings,
+        Err(err) => {
+            eprintln!("lab: {err:#}");
+            return ExitCode::from(2);
+        }
+    };
+    let started = Instant::now();
+    let found = discover::scenarios(&settings.scenarios);
+    let host = Host::detect(&settings.runtimes);
+    let lab = Arc::new(Lab {
+        brig: absolute(&settings.brig),
+        profiles_dir: absolute(&settings.profiles),
+        host,
+        require: settings.require.clone(),
+    });
+    let planned = plan(&lab, &found, &settings.runtimes);
+
+    let ignored: Vec<(String, String)> = planned
+        .iter()
+        .filter_map(|p| {
+            let reason = p.ignored_because.clone()?;
+            (!args.is_filtered_out(&p.trial)).then(|| (p.trial.name().to_owned(), reason))
+        })
+        .collect();
+    let trials: Vec<Trial> = planned.into_iter().map(|p| p.trial).collect();
+    let conclusion = libtest_mimic::run(&args, trials);
+
+    let human = matches!(args.format, None | Some(FormatSetting::Pretty | FormatSetting::Terse));
+    if !args.list && human && !args.ignored && !args.include_ignored && !ignored.is_empty() {
+        print_ignored(&ignored);
+        print_closing_line(&conclusion, started);
+    }
+    conclusion.exit_code()
+}
+
+fn absolute(path: &Path) -> PathBuf {
+    std::path::absolute(path).unwrap_or_else(|_| path.to_path_buf())
+}
+
+/// Every trial of every scenario, ordinary ones first and exclusive ones
+/// last, so an exclusive trial waits for the others instead of holding them up.
+fn plan(lab: &Arc<Lab>, found: &[discover::Found], runtimes: &[RuntimeName]) -> Vec<Planned> {
+    let mut ordinary = Vec::new();
+    let mut exclusive = Vec::new();
+    for f in found {
+        match &f.parsed {
+            Err(err) => {
+                for &rt in runtimes {
+                    let name = discover::trial_name(rt, &f.family, &f.name, None);
+                    let msg = err.clone();
+                    ordinary.push(Planned {
+                        trial: Trial::test(name, move || Err(msg.into())),
+                        ignored_because: None,
+                    });
+                }
+            }
+            Ok(scenario) => {
+                for spec in discover::trials(f, scenario, runtimes) {
+                    let planned = planned(lab, spec);
+                    if scenario.exclusive {
+                        exclusive.push(planned);
+                    } else {
+                        ordinary.push(planned);
+                    }
+                }
+            }
+        }
+    }
+    ordinary.extend(exclusive);
+    ordinary
+}
+
+fn planned(lab: &Arc<Lab>, spec: TrialSpec) -> Planned {
+    let ignored_because = lab.blocker(&spec).filter(|_| !lab.required(&spec));
+    let name = spec.name.clone();
+    let lab = Arc::clone(lab);
+    let trial = Trial::test(name, move || lab.run(&spec).map_err(Into::into))
+        .with_ignored_flag(ignored_because.is_some());
+    Planned {
+        trial,
+        ignored_because,
+    }
+}
+
+fn print_ignored(ignored: &[(String, String)]) {
+    let width = ignored.iter().map(|(n, _)| n.len()).max().unwrap_or(0);
+    println!();
+    println!("ignored trials ({}), and why:", ignored.len());
+    for (name, reason) in ignored {
+        println!("  {name:<width$}  {reason}");
+    }
+}
+
+/// libtest's closing line, repeated after the table so that the run still
+/// ends with it.
+fn print_closing_line(c: &Conclusion, started: Instant) {
+    println!();
+    println!(
+        "test result: {}. {} passed; {} failed; {} ignored; {} measured; {} filtered out; finished in {:.2}s",
+        if c.has_failed() { "FAILED" } else { "ok" },
+        c.num_passed,
+        c.num_failed,
+        c.num_ignored,
+        c.num_measured,
+        c.num_filtered_out,
+        started.elapsed().as_secs_f64()
+    );
+}

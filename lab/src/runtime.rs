@@ -1,0 +1,265 @@
+//! What the host offers: which runtimes answer and hold the lab image, which
+//! capabilities exist, and the runtime calls the lab makes itself (listing
+//! and removing what a trial left behind).
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+use std::process::Command;
+use std::time::Duration;
+
+use anyhow::{Result, bail};
+
+use crate::process;
+use crate::scenario::{Need, RuntimeName};
+
+/// The image every lab profile boots.
+pub const LAB_IMAGE: &str = "localhost/brig-lab/guest:latest";
+
+/// How long the lab waits on its own runtime calls.
+const RUNTIME_CALL_TIMEOUT: Duration = Duration::from_secs(60);
+
+/// Whether a runtime can be used, and if not, why.
+#[derive(Debug, Clone)]
+pub enum RuntimeStatus {
+    Usable {
+        bin: PathBuf,
+        /// `brig-` sandboxes that existed before the lab started: an
+        /// exclusive scenario would remove them.
+        foreign_sandboxes: Vec<String>,
+    },
+    Missing(String),
+}
+
+impl RuntimeStatus {
+    pub fn bin(&self) -> Option<&Path> {
+        match self {
+            RuntimeStatus::Usable { bin, .. } => Some(bin),
+            RuntimeStatus::Missing(_) => None,
+        }
+    }
+}
+
+/// Everything detected about the host, once per run.
+#[derive(Debug, Clone, Default)]
+pub struct Host {
+    pub runtimes: BTreeMap<RuntimeName, RuntimeStatus>,
+    /// Capabilities other than `runtime`, mapped to why each is missing
+    /// (`None` when present). `microvm` is per runtime and lives in
+    /// `microvm`.
+    pub capabilities: BTreeMap<Need, Option<String>>,
+    pub microvm: BTreeMap<RuntimeName, Option<String>>,
+}
+
+impl Host {
+    /// Probes the runtimes in `wanted` and every capability.
+    pub fn detect(wanted: &[RuntimeName]) -> Host {
+        let mut host = Host::default();
+        for &rt in wanted {
+            host.runtimes.insert(rt, detect_runtime(rt));
+            host.microvm.insert(rt, detect_microvm(rt));
+        }
+        for need in Need::ALL {
+            if matches!(need, Need::Runtime | Need::Microvm) {
+                continue;
+            }
+            host.capabilities.insert(need, detect_capability(need));
+        }
+        host
+    }
+
+    /// Why `need` is unmet for a trial on `rt`, or `None` when it is met.
+    pub fn unmet(&self, rt: RuntimeName, need: Need) -> Option<String> {
+        match need {
+            Need::Runtime => match self.runtimes.get(&rt) {
+                Some(RuntimeStatus::Usable { .. }) => None,
+                Some(RuntimeStatus::Missing(why)) => Some(why.clone()),
+                None => Some(format!("{rt} was not probed")),
+            },
+            Need::Microvm => self
+                .microvm
+                .get(&rt)
+                .cloned()
+                .unwrap_or_else(|| Some(format!("{rt} was not probed"))),
+            other => self
+                .capabilities
+                .get(&other)
+                .cloned()
+                .unwrap_or_else(|| Some(format!("{other} was not probed"))),
+        }
+    }
+}
+
+/// The environment the lab's own runtime calls get: the host's PATH and
+/// HOME and nothing else, so a trial's settings cannot steer them.
+pub fn lab_command(bin: &Path) -> Command {
+    let mut cmd = Command::new(bin);
+    cmd.env_clear();
+    for name in ["PATH", "HOME"] {
+        if let Some(value) = std::env::var_os(name) {
+            cmd.env(name, value);
+        }
+    }
+    cmd
+}
+
+fn call(bin: &Path, args: &[&str]) -> Result<process::Output> {
+    let mut cmd = lab_command(bin);
+    cmd.args(args);
+    let shown = format!("{} {}", bin.display(), args.join(" "));
+    let out = process::run(cmd, None, RUNTIME_CALL_TIMEOUT, &shown)?;
+    if out.code != Some(0) {
+        bail!("{shown}: {}: {}", out.status, first_lines(&out.stderr));
+    }
+    Ok(out)
+}
+
+fn first_lines(text: &str) -> String {
+    let lines: Vec<&str> = text.lines().filter(|l| !l.trim().is_empty()).take(3).collect();
+    if lines.is_empty() {
+        "(no message)".to_owned()
+    } else {
+        lines.join(" / ")
+    }
+}
+
+/// Finds `name` on the host's PATH.
+pub fn which(name: &str) -> Option<PathBuf> {
+    let path = std::env::var_os("PATH")?;
+    std::env::split_paths(&path)
+        .map(|dir| dir.join(name))
+        .find(|candidate| is_executable(candidate))
+}
+
+fn is_executable(path: &Path) -> bool {
+    use std::os::unix::fs::PermissionsExt;
+    std::fs::metadata(path).is_ok_and(|m| m.is_file() && m.permissions().mode() & 0o111 != 0)
+}
+
+fn detect_runtime(rt: RuntimeName) -> RuntimeStatus {
+    let Some(bin) = which(rt.as_str()) else {
+        return RuntimeStatus::Missing(format!("{rt} is not on PATH"));
+    };
+    if let Err(err) = call(&bin, &["ps", "-a"]) {
+        return RuntimeStatus::Missing(format!("{rt} does not answer: {err:#}"));
+    }
+    if call(&bin, &["image", "inspect", LAB_IMAGE]).is_err() {
+        return RuntimeStatus::Missing(format!(
+            "{rt} has no {LAB_IMAGE} (cargo xtask images loads it)"
+        ));
+    }
+    match containers(&bin) {
+        Ok(names) => RuntimeStatus::Usable {
+            bin,
+            foreign_sandboxes: names.into_iter().filter(|n| n.starts_with("brig-")).collect(),
+        },
+        Err(err) => RuntimeStatus::Missing(format!("{rt} cannot list containers: {err:#}")),
+    }
+}
+
+fn detect_microvm(rt: RuntimeName) -> Option<String> {
+    if !Path::new("/dev/kvm").exists() {
+        return Some("no /dev/kvm".to_owned());
+    }
+    // /dev/kvm existing proves little on a nested host; the VM shim being
+    // installed is the lab's bar, and the release lane provisions both.
+    let shim = match rt {
+        RuntimeName::Nerdctl => "containerd-shim-urunc-v2",
+        RuntimeName::Podman => "krun",
+    };
+    match which(shim) {
+        Some(_) => None,
+        None => Some(format!("no {shim} on PATH for {rt}")),
+    }
+}
+
+fn detect_capability(need: Need) -> Option<String> {
+    let missing_tool = |tools: &[&str]| {
+        tools
+            .iter()
+            .find(|t| which(t).is_none())
+            .map(|t| format!("{t} is not on PATH"))
+    };
+    match need {
+        Need::Runtime | Need::Microvm => None,
+        Need::Registry => {
+            if which("docker-registry").is_some() || which("registry").is_some() {
+                None
+            } else {
+                Some("neither docker-registry nor registry is on PATH".to_owned())
+            }
+        }
+        Need::Cosign => missing_tool(&["cosign"]),
+        Need::SecretService => missing_tool(&["gnome-keyring-daemon", "dbus-run-session"]),
+        Need::Keyutils => {
+            if Path::new("/proc/keys").exists() {
+                None
+            } else {
+                Some("the kernel exposes no /proc/keys".to_owned())
+            }
+        }
+        Need::SecondUid => {
+            if !rustix::process::geteuid().is_root() {
+                Some("the lab is not running as root".to_owned())
+            } else {
+                missing_tool(&["setpriv"])
+            }
+        }
+    }
+}
+
+/// Every container name the runtime lists, running or not.
+pub fn containers(bin: &Path) -> Result<Vec<String>> {
+    let out = call(bin, &["ps", "-a", "--format", "{{.Names}}"])?;
+    Ok(names(&out.stdout))
+}
+
+/// Every network name the runtime lists.
+pub fn networks(bin: &Path) -> Result<Vec<String>> {
+    let out = call(bin, &["network", "ls", "--format", "{{.Name}}"])?;
+    Ok(names(&out.stdout))
+}
+
+fn names(stdout: &str) -> Vec<String> {
+    stdout
+        .lines()
+        .map(str::trim)
+        .filter(|l| !l.is_empty())
+        .map(str::to_owned)
+        .collect()
+}
+
+/// Removes every container and network whose name holds `token`, then asks
+/// again; whatever is still listed has leaked.
+pub fn clean_up(bin: &Path, token: &str) -> Result<()> {
+    let mine = |all: Vec<String>| -> Vec<String> {
+        all.into_iter().filter(|n| n.contains(token)).collect()
+    };
+    let boxes = mine(containers(bin)?);
+    let mut trouble = Vec::new();
+    if !boxes.is_empty() {
+        let mut args = vec!["rm", "-f"];
+        args.extend(boxes.iter().map(String::as_str));
+        if let Err(err) = call(bin, &args) {
+            trouble.push(format!("{err:#}"));
+        }
+    }
+    // Networks go after their containers: a network in use cannot be removed.
+    let nets = mine(networks(bin)?);
+    if !nets.is_empty() {
+        let mut args = vec!["network", "rm"];
+        args.extend(nets.iter().map(String::as_str));
+        if let Err(err) = call(bin, &args) {
+            trouble.push(format!("{err:#}"));
+        }
+    }
+    let mut leaked = mine(containers(bin)?);
+    leaked.extend(mine(networks(bin)?));
+    if !leaked.is_empty() {
+        let mut msg = format!("leaked: {}", leaked.join(", "));
+        for t in trouble {
+            msg.push_str(&format!("\n  {t}"));
+        }
+        bail!(msg);
+    }
+    Ok(())
+}
