@@ -200,6 +200,34 @@ impl Command {
         self.std().status().map_err(|source| self.spawn_error(source))
     }
 
+    /// Like [`Command::interactive`], but stderr is passed through a pipe
+    /// so that its last lines can be read afterwards (some runtimes report
+    /// the guest command's real exit status only there).
+    pub fn interactive_keep_stderr(&self) -> Result<(ExitStatus, String), Error> {
+        tracing::debug!("running {}", self.display());
+        let mut child = self.std().stderr(Stdio::piped()).spawn().map_err(|source| self.spawn_error(source))?;
+        let mut pipe = child.stderr.take().expect("stderr is piped");
+        let relay = std::thread::spawn(move || {
+            use std::io::Write;
+            let mut tail: Vec<u8> = Vec::new();
+            let mut buf = [0u8; 4096];
+            while let Ok(n) = pipe.read(&mut buf) {
+                if n == 0 {
+                    break;
+                }
+                let _ = std::io::stderr().write_all(&buf[..n]);
+                tail.extend_from_slice(&buf[..n]);
+                if tail.len() > 8192 {
+                    tail.drain(..tail.len() - 4096);
+                }
+            }
+            String::from_utf8_lossy(&tail).into_owned()
+        });
+        let status = child.wait().map_err(|source| self.spawn_error(source))?;
+        let tail = relay.join().unwrap_or_default();
+        Ok((status, tail))
+    }
+
     /// Start the command with stdout piped to the caller and stderr inherited,
     /// for output that is streamed as it comes (`brig logs --follow`).
     pub fn spawn_stdout(&self) -> Result<std::process::Child, Error> {

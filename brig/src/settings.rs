@@ -112,16 +112,6 @@ enumerated!(
     }
 );
 
-impl From<crate::profile::Network> for Network {
-    fn from(network: crate::profile::Network) -> Self {
-        match network {
-            crate::profile::Network::Shared => Network::Shared,
-            crate::profile::Network::Isolated => Network::Isolated,
-            crate::profile::Network::Offline => Network::Offline,
-        }
-    }
-}
-
 /// Booleans are spelled one of a closed set too; `BRIG_ALLOW_DENIED=false`
 /// must never read as "on".
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

@@ -29,11 +29,7 @@ pub struct Found {
 /// (a mistyped directory would otherwise pass).
 pub fn scenarios(root: &Path) -> Vec<Found> {
     let found = scan(root).unwrap_or_else(|err| panic!("cannot read scenarios: {err:#}"));
-    assert!(
-        !found.is_empty(),
-        "no scenarios found under {} (expected <family>/<scenario>.yaml)",
-        root.display()
-    );
+    assert!(!found.is_empty(), "no scenarios found under {} (expected <family>/<scenario>.yaml)", root.display());
     found
 }
 
@@ -54,26 +50,16 @@ fn scan(root: &Path) -> Result<Vec<Found>> {
         files.retain(|p| p.extension().is_some_and(|e| e == "yaml") && p.is_file());
         files.sort();
         for path in files {
-            let name = path
-                .file_stem()
-                .map(|s| s.to_string_lossy().into_owned())
-                .unwrap_or_default();
+            let name = path.file_stem().map(|s| s.to_string_lossy().into_owned()).unwrap_or_default();
             let parsed = load(&path).map(Arc::new).map_err(|e| format!("{e:#}"));
-            found.push(Found {
-                family: family.clone(),
-                name,
-                path,
-                parsed,
-            });
+            found.push(Found { family: family.clone(), name, path, parsed });
         }
     }
     Ok(found)
 }
 
 fn file_name(path: &Path) -> String {
-    path.file_name()
-        .map(|s| s.to_string_lossy().into_owned())
-        .unwrap_or_default()
+    path.file_name().map(|s| s.to_string_lossy().into_owned()).unwrap_or_default()
 }
 
 /// Parses one scenario file and checks its placeholders.

@@ -1,1 +1,19 @@
+//! brig's lab: runs the declarative scenarios in `scenarios/` against every
+//! real runtime on the host, driving the real `brig` binary as a user would.
+//!
+//! `scenario` defines the file format, `discover` turns files into named
+//! trials, `trial` runs one of them in its own scratch directory, `runtime`
+//! detects what the host offers and checks for leaks, and `runner` ties it
+//! to libtest-mimic.
 
+pub mod discover;
+pub mod placeholder;
+pub mod process;
+pub mod runner;
+pub mod runtime;
+pub mod scenario;
+pub mod token;
+pub mod trial;
+
+#[cfg(test)]
+mod tests;

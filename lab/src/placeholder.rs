@@ -3,7 +3,8 @@
 //! A placeholder is `{` + a lowercase name (letters, digits, `.`, `_`, `-`) +
 //! `}`. Anything else in braces is literal text, so shell snippets such as
 //! `${HOME}` or `f() { :; }` and regex repetitions such as `{2}` pass through
-//! untouched. `{{` stands for a literal `{`. A name that looks like a
+//! untouched, and so do Go templates such as `{{.Names}}`. There is no
+//! escape: no scenario needs a literal `{t}`. A name that looks like a
 //! placeholder but is not defined is an error: a typo must never expand to
 //! nothing.
 
@@ -60,16 +61,9 @@ impl Vars {
         use serde_json::Value;
         Ok(match value {
             Value::String(s) => Value::String(self.expand(s)?),
-            Value::Array(items) => Value::Array(
-                items
-                    .iter()
-                    .map(|v| self.expand_json(v))
-                    .collect::<Result<_>>()?,
-            ),
+            Value::Array(items) => Value::Array(items.iter().map(|v| self.expand_json(v)).collect::<Result<_>>()?),
             Value::Object(map) => Value::Object(
-                map.iter()
-                    .map(|(k, v)| Ok((self.expand(k)?, self.expand_json(v)?)))
-                    .collect::<Result<_>>()?,
+                map.iter().map(|(k, v)| Ok((self.expand(k)?, self.expand_json(v)?))).collect::<Result<_>>()?,
             ),
             other => other.clone(),
         })
@@ -81,11 +75,6 @@ impl Vars {
         while let Some(open) = rest.find('{') {
             out.push_str(&rest[..open]);
             let after = &rest[open + 1..];
-            if let Some(stripped) = after.strip_prefix('{') {
-                out.push('{');
-                rest = stripped;
-                continue;
-            }
             match placeholder_name(after) {
                 Some(name) => {
                     let Some(value) = self.values.get(name) else {
@@ -113,9 +102,7 @@ fn placeholder_name(after_brace: &str) -> Option<&str> {
     let mut chars = name.chars();
     let first = chars.next()?;
     let valid = first.is_ascii_lowercase()
-        && chars.all(|c| {
-            c.is_ascii_lowercase() || c.is_ascii_digit() || matches!(c, '.' | '_' | '-')
-        });
+        && chars.all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || matches!(c, '.' | '_' | '-'));
     valid.then_some(name)
 }
 
@@ -150,7 +137,7 @@ mod tests {
         assert_eq!(v.expand("echo ${HOME}").unwrap(), "echo ${HOME}");
         assert_eq!(v.expand("f() { :; }").unwrap(), "f() { :; }");
         assert_eq!(v.expand("a{2}b{1,3}").unwrap(), "a{2}b{1,3}");
-        assert_eq!(v.expand("{{t}").unwrap(), "{t}");
+        assert_eq!(v.expand("{{.Names}}").unwrap(), "{{.Names}}");
         assert_eq!(v.expand("unclosed {t").unwrap(), "unclosed {t");
     }
 

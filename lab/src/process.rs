@@ -85,11 +85,7 @@ pub fn run(mut cmd: Command, stdin: Option<&str>, timeout: Duration, shown: &str
         let _ = guard.child.wait();
         guard.reaped = true;
         let out = collect(&stdout, &stderr, Duration::from_secs(2));
-        return Err(anyhow!(
-            "{shown}: timed out after {}s\n{}",
-            timeout.as_secs(),
-            render_streams(&out.0, &out.1)
-        ));
+        return Err(anyhow!("{shown}: timed out after {}s\n{}", timeout.as_secs(), render_streams(&out.0, &out.1)));
     };
     guard.reaped = true;
 
@@ -131,13 +127,11 @@ fn drain(mut reader: impl Read + Send + 'static) -> Pipe {
 fn collect(stdout: &Pipe, stderr: &Pipe, wait: Duration) -> (String, String, bool) {
     let deadline = Instant::now() + wait;
     let mut open = false;
-    let mut take = |pipe: &Pipe| {
-        match pipe.recv_timeout(deadline.saturating_duration_since(Instant::now())) {
-            Ok(bytes) => String::from_utf8_lossy(&bytes).into_owned(),
-            Err(_) => {
-                open = true;
-                String::new()
-            }
+    let mut take = |pipe: &Pipe| match pipe.recv_timeout(deadline.saturating_duration_since(Instant::now())) {
+        Ok(bytes) => String::from_utf8_lossy(&bytes).into_owned(),
+        Err(_) => {
+            open = true;
+            String::new()
         }
     };
     let out = take(stdout);
@@ -215,9 +209,8 @@ mod tests {
     #[test]
     fn a_hanging_child_times_out_with_its_group() {
         let started = Instant::now();
-        let err = run(sh("sleep 30 & echo started; wait"), None, Duration::from_millis(300), "sh")
-            .unwrap_err()
-            .to_string();
+        let err =
+            run(sh("sleep 30 & echo started; wait"), None, Duration::from_millis(300), "sh").unwrap_err().to_string();
         assert!(err.contains("timed out after"), "{err}");
         assert!(err.contains("started"), "{err}");
         assert!(started.elapsed() < Duration::from_secs(10));

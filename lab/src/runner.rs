@@ -44,15 +44,13 @@ impl Settings {
             None => RuntimeName::ALL.to_vec(),
             Some(list) => split(&list)
                 .map(|name| {
-                    RuntimeName::parse(name).ok_or_else(|| {
-                        anyhow::anyhow!("LAB_RUNTIMES: unknown runtime {name:?} (nerdctl, podman)")
-                    })
+                    RuntimeName::parse(name)
+                        .ok_or_else(|| anyhow::anyhow!("LAB_RUNTIMES: unknown runtime {name:?} (nerdctl, podman)"))
                 })
                 .collect::<Result<_>>()?,
         };
-        let require: Vec<String> = var("LAB_REQUIRE")
-            .map(|list| split(&list).map(str::to_owned).collect())
-            .unwrap_or_default();
+        let require: Vec<String> =
+            var("LAB_REQUIRE").map(|list| split(&list).map(str::to_owned).collect()).unwrap_or_default();
         for name in &require {
             let known = RuntimeName::parse(name).is_some() || Need::ALL.iter().any(|n| n.as_str() == name);
             if !known {
@@ -61,12 +59,8 @@ impl Settings {
         }
         Ok(Settings {
             brig: var("LAB_BRIG").map(PathBuf::from).unwrap_or_else(default_brig),
-            scenarios: var("LAB_SCENARIOS")
-                .map(PathBuf::from)
-                .unwrap_or_else(default_scenarios_dir),
-            profiles: var("LAB_PROFILES")
-                .map(PathBuf::from)
-                .unwrap_or_else(default_profiles_dir),
+            scenarios: var("LAB_SCENARIOS").map(PathBuf::from).unwrap_or_else(default_scenarios_dir),
+            profiles: var("LAB_PROFILES").map(PathBuf::from).unwrap_or_else(default_profiles_dir),
             runtimes,
             require,
         })
@@ -152,10 +146,7 @@ fn plan(lab: &Arc<Lab>, found: &[discover::Found], runtimes: &[RuntimeName]) -> 
                 for &rt in runtimes {
                     let name = discover::trial_name(rt, &f.family, &f.name, None);
                     let msg = err.clone();
-                    ordinary.push(Planned {
-                        trial: Trial::test(name, move || Err(msg.into())),
-                        ignored_because: None,
-                    });
+                    ordinary.push(Planned { trial: Trial::test(name, move || Err(msg.into())), ignored_because: None });
                 }
             }
             Ok(scenario) => {
@@ -178,12 +169,9 @@ fn planned(lab: &Arc<Lab>, spec: TrialSpec) -> Planned {
     let ignored_because = lab.blocker(&spec).filter(|_| !lab.required(&spec));
     let name = spec.name.clone();
     let lab = Arc::clone(lab);
-    let trial = Trial::test(name, move || lab.run(&spec).map_err(Into::into))
-        .with_ignored_flag(ignored_because.is_some());
-    Planned {
-        trial,
-        ignored_because,
-    }
+    let trial =
+        Trial::test(name, move || lab.run(&spec).map_err(Into::into)).with_ignored_flag(ignored_because.is_some());
+    Planned { trial, ignored_because }
 }
 
 fn print_ignored(ignored: &[(String, String)]) {

@@ -75,16 +75,8 @@ impl Host {
                 Some(RuntimeStatus::Missing(why)) => Some(why.clone()),
                 None => Some(format!("{rt} was not probed")),
             },
-            Need::Microvm => self
-                .microvm
-                .get(&rt)
-                .cloned()
-                .unwrap_or_else(|| Some(format!("{rt} was not probed"))),
-            other => self
-                .capabilities
-                .get(&other)
-                .cloned()
-                .unwrap_or_else(|| Some(format!("{other} was not probed"))),
+            Need::Microvm => self.microvm.get(&rt).cloned().unwrap_or_else(|| Some(format!("{rt} was not probed"))),
+            other => self.capabilities.get(&other).cloned().unwrap_or_else(|| Some(format!("{other} was not probed"))),
         }
     }
 }
@@ -115,19 +107,13 @@ fn call(bin: &Path, args: &[&str]) -> Result<process::Output> {
 
 fn first_lines(text: &str) -> String {
     let lines: Vec<&str> = text.lines().filter(|l| !l.trim().is_empty()).take(3).collect();
-    if lines.is_empty() {
-        "(no message)".to_owned()
-    } else {
-        lines.join(" / ")
-    }
+    if lines.is_empty() { "(no message)".to_owned() } else { lines.join(" / ") }
 }
 
 /// Finds `name` on the host's PATH.
 pub fn which(name: &str) -> Option<PathBuf> {
     let path = std::env::var_os("PATH")?;
-    std::env::split_paths(&path)
-        .map(|dir| dir.join(name))
-        .find(|candidate| is_executable(candidate))
+    std::env::split_paths(&path).map(|dir| dir.join(name)).find(|candidate| is_executable(candidate))
 }
 
 fn is_executable(path: &Path) -> bool {
@@ -143,9 +129,7 @@ fn detect_runtime(rt: RuntimeName) -> RuntimeStatus {
         return RuntimeStatus::Missing(format!("{rt} does not answer: {err:#}"));
     }
     if call(&bin, &["image", "inspect", LAB_IMAGE]).is_err() {
-        return RuntimeStatus::Missing(format!(
-            "{rt} has no {LAB_IMAGE} (cargo xtask images loads it)"
-        ));
+        return RuntimeStatus::Missing(format!("{rt} has no {LAB_IMAGE} (cargo xtask images loads it)"));
     }
     match containers(&bin) {
         Ok(names) => RuntimeStatus::Usable {
@@ -173,12 +157,8 @@ fn detect_microvm(rt: RuntimeName) -> Option<String> {
 }
 
 fn detect_capability(need: Need) -> Option<String> {
-    let missing_tool = |tools: &[&str]| {
-        tools
-            .iter()
-            .find(|t| which(t).is_none())
-            .map(|t| format!("{t} is not on PATH"))
-    };
+    let missing_tool =
+        |tools: &[&str]| tools.iter().find(|t| which(t).is_none()).map(|t| format!("{t} is not on PATH"));
     match need {
         Need::Runtime | Need::Microvm => None,
         Need::Registry => {
@@ -220,20 +200,13 @@ pub fn networks(bin: &Path) -> Result<Vec<String>> {
 }
 
 fn names(stdout: &str) -> Vec<String> {
-    stdout
-        .lines()
-        .map(str::trim)
-        .filter(|l| !l.is_empty())
-        .map(str::to_owned)
-        .collect()
+    stdout.lines().map(str::trim).filter(|l| !l.is_empty()).map(str::to_owned).collect()
 }
 
 /// Removes every container and network whose name holds `token`, then asks
 /// again; whatever is still listed has leaked.
 pub fn clean_up(bin: &Path, token: &str) -> Result<()> {
-    let mine = |all: Vec<String>| -> Vec<String> {
-        all.into_iter().filter(|n| n.contains(token)).collect()
-    };
+    let mine = |all: Vec<String>| -> Vec<String> { all.into_iter().filter(|n| n.contains(token)).collect() };
     let boxes = mine(containers(bin)?);
     let mut trouble = Vec::new();
     if !boxes.is_empty() {

@@ -347,9 +347,7 @@ impl Step {
             kinds.push(("sleep-ms", StepKind::Sleep(ms)));
         }
         match kinds.len() {
-            0 => bail!(
-                "a step needs one of brig, runtime, guest, host, table, sleep-ms"
-            ),
+            0 => bail!("a step needs one of brig, runtime, guest, host, table, sleep-ms"),
             1 => Ok(kinds[0].1),
             _ => {
                 let names: Vec<_> = kinds.iter().map(|(name, _)| *name).collect();
@@ -362,22 +360,13 @@ impl Step {
     /// misplaced `expect` cannot silently assert nothing.
     fn check(&self, in_table: bool) -> Result<()> {
         let kind = self.kind()?;
-        let runs_command = matches!(
-            kind,
-            StepKind::Brig(_) | StepKind::Runtime(_) | StepKind::Guest(_)
-        );
+        let runs_command = matches!(kind, StepKind::Brig(_) | StepKind::Runtime(_) | StepKind::Guest(_));
         if !runs_command {
             ensure!(self.expect.is_none(), "only brig, runtime and guest steps take expect");
             ensure!(self.stdin.is_none(), "only brig, runtime and guest steps take stdin");
-            ensure!(
-                self.timeout_s.is_none(),
-                "only brig, runtime and guest steps take timeout-s"
-            );
+            ensure!(self.timeout_s.is_none(), "only brig, runtime and guest steps take timeout-s");
         }
-        ensure!(
-            self.env.is_empty() || matches!(kind, StepKind::Brig(_)),
-            "only brig steps take env"
-        );
+        ensure!(self.env.is_empty() || matches!(kind, StepKind::Brig(_)), "only brig steps take env");
         match kind {
             StepKind::Brig(argv) | StepKind::Runtime(argv) => {
                 ensure!(!argv.is_empty() || matches!(kind, StepKind::Brig(_)), "runtime needs arguments");
@@ -393,14 +382,10 @@ impl Step {
                 ensure!(!in_table, "a table cannot hold another table");
                 ensure!(!table.rows.is_empty(), "a table needs at least one row");
                 for name in table.rows.keys() {
-                    ensure!(
-                        is_row_name(name),
-                        "row name {name:?} must be lowercase letters, digits, '-' or '_'"
-                    );
+                    ensure!(is_row_name(name), "row name {name:?} must be lowercase letters, digits, '-' or '_'");
                 }
                 for (i, step) in table.steps.iter().enumerate() {
-                    step.check(true)
-                        .with_context(|| format!("table step {}", i + 1))?;
+                    step.check(true).with_context(|| format!("table step {}", i + 1))?;
                 }
             }
             StepKind::Host(_) | StepKind::Sleep(_) => {}
@@ -410,10 +395,7 @@ impl Step {
 }
 
 fn is_row_name(name: &str) -> bool {
-    !name.is_empty()
-        && name
-            .chars()
-            .all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '-' || c == '_')
+    !name.is_empty() && name.chars().all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '-' || c == '_')
 }
 
 impl Scenario {
@@ -427,10 +409,7 @@ impl Scenario {
     fn check(&self) -> Result<()> {
         ensure!(!self.about.trim().is_empty(), "about must say what the scenario proves");
         ensure!(!self.steps.is_empty(), "a scenario needs steps");
-        ensure!(
-            self.profile.is_none() || self.profiles.is_empty(),
-            "use profile or profiles, not both"
-        );
+        ensure!(self.profile.is_none() || self.profiles.is_empty(), "use profile or profiles, not both");
         if let Some(runtimes) = &self.runtimes {
             ensure!(!runtimes.is_empty(), "runtimes, when given, names at least one");
         }
@@ -447,11 +426,7 @@ impl Scenario {
 
     /// The profile files this scenario copies into its trials.
     pub fn profile_names(&self) -> Vec<&str> {
-        self.profile
-            .iter()
-            .chain(self.profiles.iter())
-            .map(String::as_str)
-            .collect()
+        self.profile.iter().chain(self.profiles.iter()).map(String::as_str).collect()
     }
 
     /// The table's rows, if the scenario has a table.

@@ -31,9 +31,7 @@ fn candidate() -> String {
     // RandomState is seeded per process from the OS; the clock and pid make
     // two runs started in the same instant differ too.
     let mut hasher = std::collections::hash_map::RandomState::new().build_hasher();
-    let nanos = SystemTime::now()
-        .duration_since(UNIX_EPOCH)
-        .map_or(0, |d| d.as_nanos());
+    let nanos = SystemTime::now().duration_since(UNIX_EPOCH).map_or(0, |d| d.as_nanos());
     hasher.write_u128(nanos);
     hasher.write_u32(std::process::id());
     let mut n = hasher.finish();

@@ -12,9 +12,7 @@ use anyhow::{Context, Result, anyhow, bail, ensure};
 use crate::placeholder::Vars;
 use crate::process::{self, Output};
 use crate::runtime::{self, Host, RuntimeStatus};
-use crate::scenario::{
-    Expect, ExitExpect, GuestStep, HostOp, Need, RuntimeName, Scenario, Step, StepKind, TextExpect,
-};
+use crate::scenario::{ExitExpect, Expect, GuestStep, HostOp, Need, RuntimeName, Scenario, Step, StepKind, TextExpect};
 use crate::token;
 
 /// A command step's deadline unless the step sets `timeout-s`.
@@ -63,9 +61,7 @@ impl Lab {
             }
         }
         if spec.scenario.exclusive
-            && let Some(RuntimeStatus::Usable {
-                foreign_sandboxes, ..
-            }) = self.host.runtimes.get(&spec.runtime)
+            && let Some(RuntimeStatus::Usable { foreign_sandboxes, .. }) = self.host.runtimes.get(&spec.runtime)
             && !foreign_sandboxes.is_empty()
         {
             return Some(format!(
@@ -116,11 +112,9 @@ impl Lab {
                 let _ = std::fs::remove_dir_all(&trial.scratch);
                 Ok(())
             }
-            Err(msg) => Err(format!(
-                "{msg}\n(trial token {}, scratch kept at {})",
-                trial.token,
-                trial.scratch.display()
-            )),
+            Err(msg) => {
+                Err(format!("{msg}\n(trial token {}, scratch kept at {})", trial.token, trial.scratch.display()))
+            }
         }
     }
 }
@@ -167,11 +161,8 @@ impl<'a> Trial<'a> {
 
         for name in spec.scenario.profile_names() {
             let source = find_profile(&lab.profiles_dir, name)?;
-            let text = std::fs::read_to_string(&source)
-                .with_context(|| format!("reading {}", source.display()))?;
-            let text = vars
-                .expand(&text)
-                .with_context(|| format!("expanding {}", source.display()))?;
+            let text = std::fs::read_to_string(&source).with_context(|| format!("reading {}", source.display()))?;
+            let text = vars.expand(&text).with_context(|| format!("expanding {}", source.display()))?;
             let dest = profiles.join(source.file_name().expect("a profile file has a name"));
             std::fs::write(&dest, text).with_context(|| format!("writing {}", dest.display()))?;
         }
@@ -193,10 +184,7 @@ impl<'a> Trial<'a> {
             // This host has no usable KVM: the sandboxes are plain containers.
             env.insert("BRIG_ALLOW_CONTAINER_ISOLATION".to_owned(), "1".to_owned());
             if spec.runtime == RuntimeName::Nerdctl {
-                env.insert(
-                    "BRIG_CONTAINERD_RUNTIME".to_owned(),
-                    "io.containerd.runc.v2".to_owned(),
-                );
+                env.insert("BRIG_CONTAINERD_RUNTIME".to_owned(), "io.containerd.runc.v2".to_owned());
             }
         }
 
@@ -215,10 +203,7 @@ impl<'a> Trial<'a> {
         let steps = self.spec.scenario.flatten(self.spec.row.as_deref());
         let total = steps.len();
         for (i, (step, row)) in steps.into_iter().enumerate() {
-            let vars = self
-                .vars
-                .with_row(row)
-                .map_err(|e| format!("step {}/{total}: {e:#}", i + 1))?;
+            let vars = self.vars.with_row(row).map_err(|e| format!("step {}/{total}: {e:#}", i + 1))?;
             if let Err(err) = self.run_step(step, &vars) {
                 return Err(format!("step {}/{total} failed: {err:#}", i + 1));
             }
@@ -254,15 +239,8 @@ impl<'a> Trial<'a> {
                 if stdin.is_some() {
                     cmd.arg("-i");
                 }
-                cmd.arg(&sandbox)
-                    .args(&argv)
-                    .env_clear()
-                    .envs(&self.env)
-                    .current_dir(&self.scratch);
-                (
-                    cmd,
-                    format!("{} exec {sandbox} {}", self.spec.runtime, shell_words(&argv)),
-                )
+                cmd.arg(&sandbox).args(&argv).env_clear().envs(&self.env).current_dir(&self.scratch);
+                (cmd, format!("{} exec {sandbox} {}", self.spec.runtime, shell_words(&argv)))
             }
             StepKind::Host(op) => return host_op(op, vars),
             StepKind::Sleep(ms) => {
@@ -277,11 +255,7 @@ impl<'a> Trial<'a> {
         if problems.is_empty() {
             return Ok(());
         }
-        Err(anyhow!(
-            "{shown}\n  {}\n{}",
-            problems.join("\n  "),
-            process::render_streams(&out.stdout, &out.stderr)
-        ))
+        Err(anyhow!("{shown}\n  {}\n{}", problems.join("\n  "), process::render_streams(&out.stdout, &out.stderr)))
     }
 
     fn runtime_bin(&self) -> Result<&Path> {
@@ -340,9 +314,7 @@ fn find_profile(dir: &Path, name: &str) -> Result<PathBuf> {
 }
 
 fn path_str(path: &Path) -> Result<String> {
-    path.to_str()
-        .map(str::to_owned)
-        .with_context(|| format!("{} is not UTF-8", path.display()))
+    path.to_str().map(str::to_owned).with_context(|| format!("{} is not UTF-8", path.display()))
 }
 
 fn set_mode(path: &Path, mode: u32) -> Result<()> {
@@ -380,11 +352,9 @@ fn host_op(op: &HostOp, vars: &Vars) -> Result<()> {
         HostOp::Write(w) => {
             let path = p(&w.path)?;
             if let Some(parent) = path.parent() {
-                std::fs::create_dir_all(parent)
-                    .with_context(|| format!("mkdir {}", parent.display()))?;
+                std::fs::create_dir_all(parent).with_context(|| format!("mkdir {}", parent.display()))?;
             }
-            std::fs::write(&path, vars.expand(&w.content)?)
-                .with_context(|| format!("write {}", path.display()))
+            std::fs::write(&path, vars.expand(&w.content)?).with_context(|| format!("write {}", path.display()))
         }
         HostOp::Symlink(s) => {
             let link = p(&s.link)?;
@@ -399,8 +369,9 @@ fn host_op(op: &HostOp, vars: &Vars) -> Result<()> {
                 Err(err) if err.kind() == std::io::ErrorKind::NotFound => Ok(()),
                 Err(err) => Err(err).with_context(|| format!("rm {}", path.display())),
                 // remove_dir_all never follows a link inside the tree.
-                Ok(meta) if meta.is_dir() => std::fs::remove_dir_all(&path)
-                    .with_context(|| format!("rm -r {}", path.display())),
+                Ok(meta) if meta.is_dir() => {
+                    std::fs::remove_dir_all(&path).with_context(|| format!("rm -r {}", path.display()))
+                }
                 Ok(_) => std::fs::remove_file(&path).with_context(|| format!("rm {}", path.display())),
             }
         }
@@ -416,11 +387,7 @@ fn host_op(op: &HostOp, vars: &Vars) -> Result<()> {
         HostOp::Absent(path) => {
             let path = p(path)?;
             if let Ok(meta) = std::fs::symlink_metadata(&path) {
-                bail!(
-                    "host: expected {} to be absent, found a {}",
-                    path.display(),
-                    file_kind(&meta)
-                );
+                bail!("host: expected {} to be absent, found a {}", path.display(), file_kind(&meta));
             }
             Ok(())
         }
@@ -428,12 +395,7 @@ fn host_op(op: &HostOp, vars: &Vars) -> Result<()> {
             let path = p(path)?;
             let meta = std::fs::symlink_metadata(&path)
                 .with_context(|| format!("host: expected a directory at {}", path.display()))?;
-            ensure!(
-                meta.is_dir(),
-                "host: expected a directory at {}, found a {}",
-                path.display(),
-                file_kind(&meta)
-            );
+            ensure!(meta.is_dir(), "host: expected a directory at {}, found a {}", path.display(), file_kind(&meta));
             Ok(())
         }
         HostOp::IsSymlink(path) => {
@@ -451,21 +413,16 @@ fn host_op(op: &HostOp, vars: &Vars) -> Result<()> {
         HostOp::Mode(m) => {
             let path = p(&m.path)?;
             let want = parse_mode(&m.mode)?;
-            let meta = std::fs::symlink_metadata(&path)
-                .with_context(|| format!("host: stat {}", path.display()))?;
+            let meta = std::fs::symlink_metadata(&path).with_context(|| format!("host: stat {}", path.display()))?;
             let have = meta.permissions().mode() & 0o7777;
-            ensure!(
-                have == want,
-                "host: expected mode {want:04o} on {}, found {have:04o}",
-                path.display()
-            );
+            ensure!(have == want, "host: expected mode {want:04o} on {}, found {have:04o}", path.display());
             Ok(())
         }
         HostOp::Contains(c) => {
             let path = p(&c.path)?;
             let text = vars.expand(&c.text)?;
-            let content = std::fs::read_to_string(&path)
-                .with_context(|| format!("host: reading {}", path.display()))?;
+            let content =
+                std::fs::read_to_string(&path).with_context(|| format!("host: reading {}", path.display()))?;
             ensure!(
                 content.contains(&text),
                 "host: expected {} to contain {text:?}; it holds {content:?}",
@@ -524,9 +481,9 @@ pub fn check_expect(expect: &Expect, out: &Output, vars: &Vars) -> Result<Vec<St
                     let equals = vars.expand_json(&want.equals)?;
                     match select(&doc, &pointer) {
                         Err(why) => problems.push(format!("json {pointer}: {why}")),
-                        Ok(found) if *found != equals => problems.push(format!(
-                            "json {pointer}: expected {equals}, found {found}"
-                        )),
+                        Ok(found) if *found != equals => {
+                            problems.push(format!("json {pointer}: expected {equals}, found {found}"))
+                        }
                         Ok(_) => {}
                     }
                 }
@@ -548,13 +505,7 @@ fn want_code(code: i32, out: &Output, problems: &mut Vec<String>) {
     }
 }
 
-fn check_text(
-    stream: &str,
-    want: &TextExpect,
-    have: &str,
-    vars: &Vars,
-    problems: &mut Vec<String>,
-) -> Result<()> {
+fn check_text(stream: &str, want: &TextExpect, have: &str, vars: &Vars, problems: &mut Vec<String>) -> Result<()> {
     for needle in &want.contains {
         let needle = vars.expand(needle)?;
         if !have.contains(&needle) {
@@ -590,21 +541,17 @@ pub fn select<'v>(doc: &'v serde_json::Value, pointer: &str) -> Result<&'v serde
     for raw in rest.split('/') {
         let segment = raw.replace("~1", "/").replace("~0", "~");
         let next = if let Some(inner) = segment.strip_prefix('[').and_then(|s| s.strip_suffix(']')) {
-            let (key, value) = inner
-                .split_once('=')
-                .ok_or_else(|| format!("selector {segment} is not [key=value]"))?;
-            let items = at
-                .as_array()
-                .ok_or_else(|| format!("{segment} selects in an array, found {}", brief(at)))?;
+            let (key, value) = inner.split_once('=').ok_or_else(|| format!("selector {segment} is not [key=value]"))?;
+            let items = at.as_array().ok_or_else(|| format!("{segment} selects in an array, found {}", brief(at)))?;
             items
                 .iter()
                 .find(|item| item.get(key).and_then(|v| v.as_str()) == Some(value))
                 .ok_or_else(|| format!("no element with {key} = {value:?} in {}", brief(at)))?
         } else {
             match at {
-                serde_json::Value::Object(map) => map
-                    .get(&segment)
-                    .ok_or_else(|| format!("no member {segment:?} in {}", brief(at)))?,
+                serde_json::Value::Object(map) => {
+                    map.get(&segment).ok_or_else(|| format!("no member {segment:?} in {}", brief(at)))?
+                }
                 serde_json::Value::Array(items) => segment
                     .parse::<usize>()
                     .ok()
@@ -620,9 +567,5 @@ pub fn select<'v>(doc: &'v serde_json::Value, pointer: &str) -> Result<&'v serde
 
 fn brief(value: &serde_json::Value) -> String {
     let text = value.to_string();
-    if text.len() > 300 {
-        format!("{}…", &text[..text.floor_char_boundary(300)])
-    } else {
-        text
-    }
+    if text.len() > 300 { format!("{}…", &text[..text.floor_char_boundary(300)]) } else { text }
 }

@@ -6,10 +6,11 @@
 mod ci;
 mod images;
 mod provision;
+mod try_it;
 
 use std::process::ExitCode;
 
-const USAGE: &str = "usage: cargo xtask <ci | provision | images> [args…]";
+const USAGE: &str = "usage: cargo xtask <ci | try | provision | images> [args…]";
 
 fn main() -> ExitCode {
     let args: Vec<String> = std::env::args().skip(1).collect();
@@ -21,6 +22,7 @@ fn main() -> ExitCode {
         "ci" => ci::run(rest),
         "provision" => provision::run(rest),
         "images" => images::run(rest),
+        "try" => try_it::run(rest),
         other => {
             eprintln!("unknown task {other:?}\n{USAGE}");
             return ExitCode::from(2);

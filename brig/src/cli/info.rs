@@ -92,9 +92,8 @@ pub fn run(args: InfoArgs, ctx: &Context) -> Result<Code, Error> {
     let verify = settings.resolve::<Verify>(None, "VERIFY", None, None, Verify::Warn)?.value;
     let recorded_network =
         record.as_ref().and_then(|r| r.network.as_deref()).and_then(<Network as crate::settings::Enumerated>::parse);
-    let network = settings
-        .resolve::<Network>(None, "NETWORK", recorded_network, profile.network.map(Network::from), Network::Isolated)?
-        .value;
+    let network =
+        settings.resolve::<Network>(None, "NETWORK", recorded_network, profile.network, Network::Isolated)?.value;
     let image = match (&args.image, settings.variable("IMAGE")) {
         (Some(image), _) => image.clone(),
         (None, Some((_, image))) => image.to_owned(),

@@ -278,8 +278,9 @@ impl Launch<'_> {
         if ctx.json {
             // The agent runs as a child so brig can report afterwards; its
             // exit status becomes brig's.
-            let status = command.interactive().map_err(crate::runtime::Error::from)?;
-            let exit = status.code().map_or(1, |c| c.clamp(0, 255) as u8);
+            let (status, stderr_tail) = command.interactive_keep_stderr().map_err(crate::runtime::Error::from)?;
+            let code = ensured.runtime.exec_status(status.code().unwrap_or(1), &stderr_tail);
+            let exit = u8::try_from(code.clamp(0, 255)).unwrap_or(1);
             RunReport { reference: session.typed(), sandbox: Some(session.sandbox()), stage: "agent", exit }.print()?;
             return Ok(Outcome::Agent(exit));
         }

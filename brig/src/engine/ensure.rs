@@ -84,7 +84,7 @@ impl Engine<'_> {
                 req.network.map(|n| ("--network", n)),
                 "NETWORK",
                 recorded,
-                req.profile.network.map(Network::from),
+                req.profile.network,
                 Network::Isolated,
             )?
             .value;

@@ -114,13 +114,8 @@ impl std::fmt::Display for Kind {
     }
 }
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "lowercase")]
-pub enum Network {
-    Shared,
-    Isolated,
-    Offline,
-}
+/// The network posture a profile asks for; the same type the settings use.
+pub use crate::settings::Network;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]

@@ -120,4 +120,10 @@ pub trait Runtime: std::fmt::Debug + Send + Sync {
     /// capture it, wait for it, or hand the terminal over to it.
     fn exec(&self, name: &str, spec: &ExecSpec) -> Command;
     fn logs(&self, name: &str, follow: bool, tail: Option<u32>) -> Command;
+    /// The guest command's exit status, given what the runtime's `exec`
+    /// exited with and the end of its stderr. Most runtimes pass the status
+    /// through unchanged.
+    fn exec_status(&self, status: i32, _stderr_tail: &str) -> i32 {
+        status
+    }
 }

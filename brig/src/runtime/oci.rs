@@ -93,6 +93,12 @@ pub fn runtime_words(stderr: &str) -> String {
     process::first_lines(&lines.join("\n"))
 }
 
+/// `exec failed with exit code N` from nerdctl's last stderr line.
+pub fn nerdctl_exec_status(stderr: &str) -> Option<i32> {
+    let words = runtime_words(stderr.lines().rev().find(|l| !l.trim().is_empty())?);
+    words.strip_prefix("exec failed with exit code ")?.trim().parse().ok()
+}
+
 fn is_missing(words: &str) -> bool {
     ["no such container", "no such object", "no container with name"].iter().any(|needle| words.contains(needle))
 }
@@ -343,6 +349,15 @@ impl Runtime for OciCli {
         cmd.arg(name).args(&spec.argv)
     }
 
+    fn exec_status(&self, status: i32, stderr_tail: &str) -> i32 {
+        match self.kind {
+            // nerdctl exits 1 whatever the command's status was, and names
+            // the real one in its last log line.
+            Kind::Nerdctl if status == 1 => nerdctl_exec_status(stderr_tail).unwrap_or(status),
+            _ => status,
+        }
+    }
+
     fn logs(&self, name: &str, follow: bool, tail: Option<u32>) -> Command {
         let mut cmd = self.cmd().arg("logs");
         if follow {
@@ -421,6 +436,16 @@ mod tests {
         );
         assert_eq!(runtime_words(&testdata("nerdctl-rm-missing.stderr")), "1 errors: no such container: brig-nope");
         assert!(runtime_words(&testdata("podman-rm-missing.stderr")).starts_with("no container with name"));
+    }
+
+    #[test]
+    fn nerdctl_names_the_real_exit_status_on_stderr() {
+        assert_eq!(nerdctl_exec_status(&testdata("nerdctl-exec-exit3.stderr")), Some(3));
+        assert_eq!(nerdctl_exec_status("some other failure\n"), None);
+        let rt = OciCli::new(Kind::Nerdctl, "/bin/false".into(), None);
+        assert_eq!(rt.exec_status(1, &testdata("nerdctl-exec-exit3.stderr")), 3);
+        let podman = OciCli::new(Kind::Podman, "/bin/false".into(), None);
+        assert_eq!(podman.exec_status(1, "exec failed with exit code 3"), 1);
     }
 
     #[test]

@@ -1,0 +1,365 @@
+//! The runner's own tests: parsing, expansion and naming, the committed
+//! scenarios and schema, and negative controls — scenarios that must fail,
+//! checked to fail for the stated reason.
+
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, OnceLock};
+
+use crate::discover;
+use crate::runner;
+use crate::runtime::{Host, RuntimeStatus};
+use crate::scenario::{RuntimeName, Scenario, schema_json};
+use crate::trial::{Lab, TrialSpec, sandbox_of, select};
+
+/// A directory of its own under the system temp dir, removed on drop.
+struct TempDir(PathBuf);
+
+impl TempDir {
+    fn new(tag: &str) -> TempDir {
+        let dir = std::env::temp_dir().join(format!("lab-test-{tag}-{}", crate::token::fresh()));
+        std::fs::create_dir_all(&dir).unwrap();
+        TempDir(dir)
+    }
+}
+
+impl Drop for TempDir {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.0);
+    }
+}
+
+fn parse_err(text: &str) -> String {
+    format!("{:#}", Scenario::parse(text).unwrap_err())
+}
+
+#[test]
+fn unknown_top_level_field_is_refused_by_name() {
+    let err = parse_err("about: x\nstesp: []\nsteps: [{brig: [version]}]\n");
+    assert!(err.contains("stesp"), "{err}");
+}
+
+#[test]
+fn unknown_expectation_field_is_refused_by_name() {
+    let err = parse_err("about: x\nsteps:\n  - brig: [version]\n    expect: {exit: 0, stdout: {contain: [x]}}\n");
+    assert!(err.contains("contain"), "{err}");
+}
+
+#[test]
+fn unknown_need_is_refused() {
+    let err = parse_err("about: x\nneeds: [kvm]\nsteps: [{brig: [version]}]\n");
+    assert!(err.contains("kvm"), "{err}");
+}
+
+#[test]
+fn about_is_required() {
+    let err = parse_err("steps: [{brig: [version]}]\n");
+    assert!(err.contains("about"), "{err}");
+}
+
+#[test]
+fn a_step_does_exactly_one_thing() {
+    let err = parse_err("about: x\nsteps:\n  - {brig: [version], runtime: [ps]}\n");
+    assert!(err.contains("brig and runtime"), "{err}");
+    let err = parse_err("about: x\nsteps:\n  - {expect: {exit: 0}}\n");
+    assert!(err.contains("needs one of"), "{err}");
+}
+
+#[test]
+fn expect_on_a_host_step_is_refused() {
+    let err = parse_err("about: x\nsteps:\n  - {host: {mkdir: \"{scratch}/a\"}, expect: {exit: 1}}\n");
+    assert!(err.contains("only brig, runtime and guest steps take expect"), "{err}");
+}
+
+#[test]
+fn unknown_placeholder_is_refused_at_load() {
+    let scenario = Scenario::parse("about: x\nsteps:\n  - brig: [run, \"lab-agent@{tok}\"]\n").unwrap();
+    let err = format!("{:#}", discover::check_placeholders(&scenario).unwrap_err());
+    assert!(err.contains("{tok}"), "{err}");
+}
+
+#[test]
+fn unknown_row_variable_is_refused_at_load() {
+    let text = "about: x\nsteps:\n  - table:\n      rows:\n        a: {ref: x}\n      steps:\n        - brig: [run, \"{row.rfe}\"]\n";
+    let scenario = Scenario::parse(text).unwrap();
+    let err = format!("{:#}", discover::check_placeholders(&scenario).unwrap_err());
+    assert!(err.contains("{row.rfe}") && err.contains("row a"), "{err}");
+}
+
+#[test]
+fn host_ops_parse_in_their_short_form() {
+    let text = r#"
+about: x
+steps:
+  - host: {mkdir: "{scratch}/a"}
+  - host: {write: {path: "{scratch}/a/f", content: hi}}
+  - host: {symlink: {link: "{scratch}/l", target: "{scratch}/a"}}
+  - host: {chmod: {path: "{scratch}/a", mode: "0700"}}
+  - host: {mode: {path: "{scratch}/a", mode: "0700"}}
+  - host: {contains: {path: "{scratch}/a/f", text: hi}}
+  - host: {is-dir: "{scratch}/a"}
+  - host: {is-symlink: "{scratch}/l"}
+  - host: {exists: "{scratch}/l"}
+  - host: {rm: "{scratch}/l"}
+  - host: {absent: "{scratch}/l"}
+"#;
+    let scenario = Scenario::parse(text).unwrap();
+    assert_eq!(scenario.steps.len(), 11);
+}
+
+fn table_scenario() -> Arc<Scenario> {
+    let text = r#"
+about: rows
+runtimes: [podman]
+steps:
+  - host: {mkdir: "{scratch}/before"}
+  - table:
+      rows:
+        two-ats: {ref: "a@b@{t}", exit: "2"}
+        unknown: {ref: "nosuch-{t}", exit: "3"}
+      steps:
+        - brig: [run, "{row.ref}"]
+          expect: {exit: "{row.exit}"}
+  - host: {exists: "{scratch}/before"}
+"#;
+    Arc::new(Scenario::parse(text).unwrap())
+}
+
+#[test]
+fn table_rows_become_named_trials_on_allowed_runtimes() {
+    let scenario = table_scenario();
+    let found = discover::Found {
+        family: "sessions".into(),
+        name: "refusals".into(),
+        path: PathBuf::from("refusals.yaml"),
+        parsed: Ok(Arc::clone(&scenario)),
+    };
+    let names: Vec<String> =
+        discover::trials(&found, &scenario, &RuntimeName::ALL).into_iter().map(|t| t.name).collect();
+    assert_eq!(names, ["podman::sessions::refusals::two-ats", "podman::sessions::refusals::unknown"]);
+}
+
+#[test]
+fn a_row_runs_the_steps_around_the_table_with_its_variables() {
+    let scenario = table_scenario();
+    let steps = scenario.flatten(Some("unknown"));
+    assert_eq!(steps.len(), 3);
+    assert!(steps[0].1.is_none() && steps[2].1.is_none());
+    let row = steps[1].1.unwrap();
+    assert_eq!(row["ref"], "nosuch-{t}");
+    let mut vars = crate::placeholder::Vars::new();
+    vars.set("t", "t00000");
+    let vars = vars.with_row(Some(row)).unwrap();
+    assert_eq!(vars.expand("{row.ref}").unwrap(), "nosuch-t00000");
+}
+
+#[test]
+fn trial_names_without_rows() {
+    assert_eq!(discover::trial_name(RuntimeName::Nerdctl, "sessions", "ls", None), "nerdctl::sessions::ls");
+}
+
+#[test]
+fn guest_refs_name_sandboxes() {
+    assert_eq!(sandbox_of("lab-agent@t1").unwrap(), "brig-lab-agent-t1");
+    assert_eq!(sandbox_of("lab-agent").unwrap(), "brig-lab-agent");
+    assert!(sandbox_of("a@b@c").is_err());
+    assert!(sandbox_of("@x").is_err());
+}
+
+#[test]
+fn json_selectors_pick_array_elements_by_member() {
+    let doc = serde_json::json!({"data": [
+        {"ref": "other@x", "running": false},
+        {"ref": "lab-agent@t1", "running": true}
+    ]});
+    assert_eq!(select(&doc, "/data/[ref=lab-agent@t1]/running").unwrap(), &serde_json::json!(true));
+    assert_eq!(select(&doc, "/data/0/ref").unwrap(), &serde_json::json!("other@x"));
+    let err = select(&doc, "/data/[ref=gone@t1]/running").unwrap_err();
+    assert!(err.contains("no element with ref = \"gone@t1\""), "{err}");
+}
+
+#[test]
+fn no_scenarios_found_panics() {
+    let dir = TempDir::new("empty");
+    std::fs::create_dir(dir.0.join("sessions")).unwrap();
+    let result = std::panic::catch_unwind(|| discover::scenarios(&dir.0));
+    let payload = result.expect_err("an empty scenario tree must not pass");
+    let msg = payload.downcast_ref::<String>().cloned().unwrap_or_default();
+    assert!(msg.contains("no scenarios found"), "{msg}");
+}
+
+#[test]
+fn committed_schema_matches_the_types() {
+    let path = runner::default_scenarios_dir().join("schema.json");
+    let committed = std::fs::read_to_string(&path).unwrap_or_default();
+    assert!(
+        committed == schema_json(),
+        "{} is out of date with the scenario types; run `cargo xtask lab schema`",
+        path.display()
+    );
+}
+
+#[test]
+fn every_committed_scenario_loads_and_its_profiles_exist() {
+    let found = discover::scenarios(&runner::default_scenarios_dir());
+    let profiles = runner::default_profiles_dir();
+    let mut problems = Vec::new();
+    for f in &found {
+        match &f.parsed {
+            Err(err) => problems.push(format!("{}: {err}", f.path.display())),
+            Ok(scenario) => {
+                for name in scenario.profile_names() {
+                    if !profiles.join(format!("{name}.yaml")).is_file() {
+                        problems.push(format!("{}: no profile {name}", f.path.display()));
+                    }
+                }
+            }
+        }
+    }
+    assert!(problems.is_empty(), "{}", problems.join("\n"));
+}
+
+/// A lab with no usable runtime, for scenarios that need none.
+fn lab_without_runtimes(brig: PathBuf) -> Lab {
+    let mut host = Host::default();
+    for rt in RuntimeName::ALL {
+        host.runtimes.insert(rt, RuntimeStatus::Missing("not probed by unit tests".into()));
+    }
+    Lab { brig, profiles_dir: runner::default_profiles_dir(), host, require: Vec::new() }
+}
+
+fn run_text(lab: &Lab, text: &str) -> Result<(), String> {
+    let scenario = Arc::new(Scenario::parse(text).unwrap());
+    discover::check_placeholders(&scenario).unwrap();
+    lab.run(&TrialSpec { name: "nerdctl::control::inline".into(), runtime: RuntimeName::Nerdctl, scenario, row: None })
+}
+
+/// The brig binary the controls drive: `LAB_BRIG`, else the workspace's
+/// debug build, built here if it is missing.
+fn brig() -> PathBuf {
+    static BRIG: OnceLock<PathBuf> = OnceLock::new();
+    BRIG.get_or_init(|| {
+        if let Some(path) = std::env::var_os("LAB_BRIG") {
+            return PathBuf::from(path);
+        }
+        let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("..");
+        let target = std::env::var_os("CARGO_TARGET_DIR").map(PathBuf::from).unwrap_or_else(|| root.join("target"));
+        let path = target.join("debug").join("brig");
+        if !path.is_file() {
+            let cargo = std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into());
+            let status = std::process::Command::new(cargo)
+                .args(["build", "--quiet", "-p", "brig", "--bin", "brig"])
+                .current_dir(&root)
+                .status()
+                .expect("cannot run cargo to build brig");
+            assert!(status.success(), "building brig for the negative controls failed");
+        }
+        path
+    })
+    .clone()
+}
+
+#[test]
+fn control_a_host_assertion_that_cannot_hold_fails_the_trial() {
+    let lab = lab_without_runtimes(PathBuf::from("/nonexistent/brig"));
+    let err = run_text(
+        &lab,
+        "about: control\nsteps:\n  - host: {mkdir: \"{scratch}/a\"}\n  - host: {exists: \"{scratch}/a/never-made\"}\n",
+    )
+    .unwrap_err();
+    assert!(err.contains("step 2/2 failed"), "{err}");
+    assert!(err.contains("expected") && err.contains("/a/never-made to exist"), "{err}");
+    assert!(err.contains("scratch kept at"), "{err}");
+}
+
+#[test]
+fn control_a_wrong_mode_expectation_fails_naming_both_modes() {
+    let lab = lab_without_runtimes(PathBuf::from("/nonexistent/brig"));
+    let err = run_text(
+        &lab,
+        "about: control\nsteps:\n  - host: {mkdir: \"{scratch}/a\"}\n  - host: {chmod: {path: \"{scratch}/a\", mode: \"0750\"}}\n  - host: {mode: {path: \"{scratch}/a\", mode: \"0700\"}}\n",
+    )
+    .unwrap_err();
+    assert!(err.contains("expected mode 0700") && err.contains("found 0750"), "{err}");
+}
+
+#[test]
+fn control_host_steps_that_hold_pass() {
+    let lab = lab_without_runtimes(PathBuf::from("/nonexistent/brig"));
+    run_text(
+        &lab,
+        "about: control\nsteps:\n  - host: {write: {path: \"{scratch}/a/f\", content: \"tok {t}\"}}\n  - host: {contains: {path: \"{scratch}/a/f\", text: \"tok {t}\"}}\n  - host: {symlink: {link: \"{scratch}/l\", target: \"{scratch}/a\"}}\n  - host: {is-symlink: \"{scratch}/l\"}\n  - host: {rm: \"{scratch}/l\"}\n  - host: {absent: \"{scratch}/l\"}\n  - host: {is-dir: \"{scratch}/a\"}\n",
+    )
+    .unwrap();
+}
+
+#[test]
+fn control_a_wrong_exit_expectation_on_brig_fails() {
+    let lab = lab_without_runtimes(brig());
+    let err = run_text(&lab, "about: control\nsteps:\n  - brig: [version]\n    expect: {exit: 3}\n").unwrap_err();
+    assert!(err.contains("brig version"), "{err}");
+    assert!(err.contains("exit: expected 3, got exit 0"), "{err}");
+}
+
+#[test]
+fn control_stdout_that_cannot_match_fails() {
+    let lab = lab_without_runtimes(brig());
+    let err = run_text(
+        &lab,
+        "about: control\nsteps:\n  - brig: [version]\n    expect: {stdout: {contains: [\"no brig prints this {t}\"], regex: \"^never$\"}}\n",
+    )
+    .unwrap_err();
+    assert!(err.contains("stdout: expected to contain \"no brig prints this t"), "{err}");
+    assert!(err.contains("stdout: expected to match /^never$/"), "{err}");
+    assert!(err.contains("--- stdout\nbrig "), "the output is shown: {err}");
+}
+
+#[test]
+fn control_brig_version_as_expected_passes() {
+    let lab = lab_without_runtimes(brig());
+    run_text(
+        &lab,
+        "about: control\nsteps:\n  - brig: [version]\n    expect: {exit: 0, stdout: {regex: \"^brig \", not-contains: [\"{t}\"]}}\n",
+    )
+    .unwrap();
+}
+
+#[test]
+fn control_json_expectation_that_cannot_match_fails() {
+    let lab = lab_without_runtimes(brig());
+    let err = run_text(
+        &lab,
+        "about: control\nsteps:\n  - brig: [version, --json]\n    expect: {json: [{pointer: /kind, equals: NotVersion}]}\n",
+    )
+    .unwrap_err();
+    assert!(err.contains("json /kind: expected \"NotVersion\", found \"Version\""), "{err}");
+}
+
+#[test]
+fn brig_sees_only_the_trial_environment() {
+    // `env` stands in for brig here only to print the environment the
+    // runner builds; cargo's own variables must not reach the child.
+    let lab = lab_without_runtimes(PathBuf::from("/usr/bin/env"));
+    run_text(
+        &lab,
+        r#"
+about: control
+steps:
+  - brig: []
+    env: {LAB_STEP_VALUE: "{t}"}
+    expect:
+      stdout:
+        contains:
+          - "HOME={home}\n"
+          - "BRIG_STATE_DIR={state}\n"
+          - "XDG_CONFIG_HOME={scratch}/config\n"
+          - "XDG_RUNTIME_DIR={scratch}/run\n"
+          - "BRIG_PROFILE_DIR={profiles}\n"
+          - "BRIG_RUNTIME=nerdctl\n"
+          - "BRIG_ALLOW_CONTAINER_ISOLATION=1\n"
+          - "BRIG_CONTAINERD_RUNTIME=io.containerd.runc.v2\n"
+          - "LAB_STEP_VALUE={t}\n"
+        not-contains: [CARGO, RUST]
+"#,
+    )
+    .unwrap();
+}
