@@ -5,12 +5,13 @@
 
 mod ci;
 mod images;
+mod lab;
 mod provision;
 mod try_it;
 
 use std::process::ExitCode;
 
-const USAGE: &str = "usage: cargo xtask <ci | try | provision | images> [args…]";
+const USAGE: &str = "usage: cargo xtask <ci | try | provision | images | lab> [args…]";
 
 fn main() -> ExitCode {
     let args: Vec<String> = std::env::args().skip(1).collect();
@@ -20,6 +21,7 @@ fn main() -> ExitCode {
     };
     let result = match task.as_str() {
         "ci" => ci::run(rest),
+        "lab" => lab::run(rest),
         "provision" => provision::run(rest),
         "images" => images::run(rest),
         "try" => try_it::run(rest),

@@ -8,7 +8,7 @@
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
-use super::{Engine, Opened, boot};
+use super::{Engine, boot};
 use crate::Error;
 use crate::profile::Profile;
 use crate::runtime::{ExecSpec, Isolation, Listed, Runtime, State, adapter::label};
@@ -120,10 +120,10 @@ impl Engine<'_> {
         let resolved = self.settings(req, recorded_network)?;
         let mut home = home::resolve_home(&req.session, req.home_flag.as_deref(), self.env, &self.cwd)?;
         let wanted_project = self.wanted_project(&req.project, record.as_ref())?;
-        let Opened { runtime, isolation } = self.open_runtime(&req.profile)?;
-
+        let runtime = self.open_runtime(&req.profile)?;
         let listing = runtime.list()?;
         let existing = listing.iter().find(|l| l.name == sandbox).cloned();
+        let isolation = self.admit(runtime.as_ref(), existing.as_ref())?;
         let mut booted = false;
         let mut recreated = false;
 

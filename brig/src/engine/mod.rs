@@ -16,7 +16,7 @@ pub use ensure::{Ensured, ProjectChoice, Request};
 use crate::Error;
 use crate::environment::Environment;
 use crate::profile::{Profile, Registry};
-use crate::runtime::{self, Isolation, Runtime};
+use crate::runtime::{self, Isolation, Listed, Runtime, adapter::label};
 use crate::session::{Session, home};
 use crate::warn::Warnings;
 
@@ -27,13 +27,6 @@ pub enum Prompts {
     Terminal,
     /// No one: brigd, or the CLI without a terminal. A question refuses.
     Nobody,
-}
-
-/// The runtime chosen for one profile, opened and checked.
-#[derive(Debug)]
-pub struct Opened {
-    pub runtime: Box<dyn Runtime>,
-    pub isolation: Isolation,
 }
 
 /// One engine per command (or per brigd request).
@@ -74,33 +67,47 @@ impl<'a> Engine<'a> {
     }
 
     /// Resolve and open the runtime for a profile, reporting an implicit
-    /// fallback once, and apply the isolation rule: a plain-container runtime
-    /// is refused (exit 7) unless `BRIG_ALLOW_CONTAINER_ISOLATION` accepts it,
-    /// and every accepted run says so.
-    pub fn open_runtime(&mut self, profile: &Profile) -> Result<Opened, Error> {
+    /// fallback once.
+    pub fn open_runtime(&mut self, profile: &Profile) -> Result<Box<dyn Runtime>, Error> {
         let resolved = runtime::resolve(self.env, Some((&profile.name, profile.runtime_bin.as_deref())))?;
         if let Some(notice) = resolved.fallback_notice() {
             self.warnings.push(notice);
         }
-        let runtime = runtime::open(&resolved, self.env)?;
-        let isolation = runtime.isolation()?;
+        Ok(runtime::open(&resolved, self.env)?)
+    }
+
+    /// Apply the isolation rule to a sandbox that exists (its label says what
+    /// it was booted with) or is about to boot (the runtime is asked): a
+    /// plain-container runtime is refused (exit 7) unless
+    /// `BRIG_ALLOW_CONTAINER_ISOLATION` accepts it, and every accepted run
+    /// says so.
+    pub fn admit(&mut self, runtime: &dyn Runtime, existing: Option<&Listed>) -> Result<Isolation, Error> {
+        let recorded = existing.and_then(|l| l.labels.get(label::ISOLATION)).and_then(|v| match v.as_str() {
+            "microvm" => Some(Isolation::Microvm),
+            "container" => Some(Isolation::Container),
+            _ => None,
+        });
+        let isolation = match recorded {
+            Some(isolation) => isolation,
+            None => runtime.isolation()?,
+        };
         if isolation == Isolation::Container {
             let allowed = crate::settings::global::<crate::settings::Bool>(self.env, "BRIG_ALLOW_CONTAINER_ISOLATION")?
                 .is_some_and(|b| b.0);
-            let via = match resolved.kind {
+            let via = match runtime.kind() {
                 runtime::Kind::Nerdctl => {
                     self.env.get("BRIG_CONTAINERD_RUNTIME").unwrap_or(runtime::DEFAULT_SHIM).to_owned()
                 }
                 kind => kind.to_string(),
             };
             if !allowed {
-                return Err(runtime::Error::ContainerRefused { runtime: resolved.kind, via }.into());
+                return Err(runtime::Error::ContainerRefused { runtime: runtime.kind(), via }.into());
             }
             self.warnings.push(format!(
                 "this sandbox is a container sharing the host kernel ({via}), not a microVM; accepted because BRIG_ALLOW_CONTAINER_ISOLATION is set"
             ));
         }
-        Ok(Opened { runtime, isolation })
+        Ok(isolation)
     }
 
     /// The variables an exec in this profile's sandbox carries: the guest

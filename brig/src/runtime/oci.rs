@@ -46,7 +46,9 @@ impl OciCli {
         let words = match err {
             process::Error::Failed { status, stderr, .. } => {
                 let said = runtime_words(stderr);
-                if said.is_empty() { status.to_string() } else { format!("{status}: {said}") }
+                // "exit status 1", as the runtime's users know it.
+                let status = status.code().map_or_else(|| status.to_string(), |c| format!("exit status {c}"));
+                if said.is_empty() { status } else { format!("{status}: {said}") }
             }
             other => other.to_string(),
         };
