@@ -126,6 +126,9 @@ fn runtime_code(err: &crate::runtime::Error) -> Code {
         E::ContainerRefused { .. } => Code::Unenforceable,
         E::Unreachable { .. }
         | E::Unparsable { .. }
+        | E::Unreadable { .. }
+        | E::NoRestart { .. }
+        | E::HostmountUnshared { .. }
         | E::Operation { .. }
         | E::UnknownShim { .. }
         | E::NotReady { .. }

@@ -5,6 +5,7 @@
 
 pub mod build_info;
 pub mod cli;
+pub mod daemon;
 pub mod engine;
 pub mod environment;
 pub mod error;
@@ -12,6 +13,7 @@ pub mod exit;
 pub mod json;
 pub mod process;
 pub mod profile;
+pub mod proto;
 pub mod runtime;
 pub mod session;
 pub mod settings;

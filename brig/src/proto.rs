@@ -251,13 +251,25 @@ mod tests {
     #[case("not json", None, "malformed request: not a JSON object: expected ident")]
     #[case("[1]", None, "malformed request: not a JSON object: invalid type: sequence")]
     #[case(r#"{"id":7,"op":"status"}"#, None, "malformed request: id must be a string")]
-    #[case(r#"{"id":"a","v":2,"op":"status"}"#, Some("a"), "protocol version 2 is not supported; this brigd speaks version 1")]
+    #[case(
+        r#"{"id":"a","v":2,"op":"status"}"#,
+        Some("a"),
+        "protocol version 2 is not supported; this brigd speaks version 1"
+    )]
     #[case(r#"{"v":"1","op":"status"}"#, None, "protocol version \"1\" is not supported; this brigd speaks version 1")]
-    #[case(r#"{"id":"b","op":"launch"}"#, Some("b"), "invalid request: unknown variant `launch`, expected one of `ensure`, `status`, `stop`, `version`")]
+    #[case(
+        r#"{"id":"b","op":"launch"}"#,
+        Some("b"),
+        "invalid request: unknown variant `launch`, expected one of `ensure`, `status`, `stop`, `version`"
+    )]
     #[case(r#"{"id":"c"}"#, Some("c"), "invalid request: missing field `op`")]
     #[case(r#"{"op":"ensure"}"#, None, "invalid request: missing field `agent`")]
     #[case(r#"{"op":"status","agent":"x"}"#, None, "invalid request: unknown field `agent`, there are no fields")]
-    #[case(r#"{"op":"ensure","agent":"x","image":"y"}"#, None, "invalid request: unknown field `image`, expected `agent` or `name`")]
+    #[case(
+        r#"{"op":"ensure","agent":"x","image":"y"}"#,
+        None,
+        "invalid request: unknown field `image`, expected `agent` or `name`"
+    )]
     fn a_bad_line_is_refused_with_code_2(#[case] line: &str, #[case] id: Option<&str>, #[case] error: &str) {
         let (got_id, got_error) = rejected(line);
         assert_eq!(got_id.as_deref(), id);
@@ -292,6 +304,9 @@ mod tests {
     #[test]
     fn a_version_response_carries_the_build_fields() {
         let info = BuildInfo { version: "dev".into(), commit: None, commit_time: None, modified: false };
-        assert_eq!(Response::build(&info).to_line(), "{\"v\":1,\"ok\":true,\"code\":0,\"version\":\"dev\",\"modified\":false}\n");
+        assert_eq!(
+            Response::build(&info).to_line(),
+            "{\"v\":1,\"ok\":true,\"code\":0,\"version\":\"dev\",\"modified\":false}\n"
+        );
     }
 }

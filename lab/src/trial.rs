@@ -97,6 +97,12 @@ impl Lab {
             Ok(trial) => trial,
             Err(err) => return Err(format!("setting up the trial: {err:#}")),
         };
+        if spec.scenario.exclusive
+            && let Err(err) = trial.check_alone()
+        {
+            let _ = std::fs::remove_dir_all(&trial.scratch);
+            return Err(format!("{err:#}"));
+        }
         let outcome = trial.run_steps();
         let cleanup = trial.clean_up();
         let verdict = match (outcome, cleanup) {
@@ -256,6 +262,26 @@ impl<'a> Trial<'a> {
             return Ok(());
         }
         Err(anyhow!("{shown}\n  {}\n{}", problems.join("\n  "), process::render_streams(&out.stdout, &out.stderr)))
+    }
+
+    /// An exclusive trial may reach every `brig-` sandbox of its runtime;
+    /// it refuses to start while one it did not create exists (another
+    /// user's, or another lab run's).
+    fn check_alone(&self) -> Result<()> {
+        let Some(bin) = &self.runtime_bin else {
+            return Ok(());
+        };
+        let foreign: Vec<String> = runtime::containers(bin)?
+            .into_iter()
+            .filter(|n| n.starts_with("brig-") && !n.contains(&self.token))
+            .collect();
+        ensure!(
+            foreign.is_empty(),
+            "exclusive scenario refused to start: {} lists brig- sandboxes it did not create ({})",
+            self.spec.runtime,
+            foreign.join(", ")
+        );
+        Ok(())
     }
 
     fn runtime_bin(&self) -> Result<&Path> {

@@ -37,7 +37,9 @@ impl Default for Limits {
 }
 
 #[derive(Debug, thiserror::Error)]
-#[error("{TEST_LIMITS_VAR} has {entry:?}; want comma-separated idle_ms=N, line_bytes=N, write_ms=N, grace_ms=N with N > 0")]
+#[error(
+    "{TEST_LIMITS_VAR} has {entry:?}; want comma-separated idle_ms=N, line_bytes=N, write_ms=N, grace_ms=N with N > 0"
+)]
 pub struct LimitsError {
     entry: String,
 }

@@ -90,12 +90,11 @@ pub fn lock_path(socket: &Path) -> PathBuf {
     socket.with_file_name(name)
 }
 
-/// The socket and lock of a running daemon. The lock is released by the
-/// kernel when the process ends, however it ends.
+/// The socket path and lock of a running daemon. The lock is released by
+/// the kernel when the process ends, however it ends.
 #[derive(Debug)]
 pub struct Claimed {
     pub path: PathBuf,
-    pub listener: UnixListener,
     _lock: File,
 }
 
@@ -114,17 +113,17 @@ impl Claimed {
 
 /// Take the path: create its directory if needed, hold the lock, clear a
 /// stale socket, and bind with mode 0600 from the first moment.
-pub fn claim(path: &Path) -> Result<Claimed, Error> {
+pub fn claim(path: &Path) -> Result<(Claimed, UnixListener), Error> {
     let dir = match path.parent() {
         Some(dir) if !dir.as_os_str().is_empty() => dir,
         _ => Path::new("."),
     };
     if !dir.exists() {
-        std::fs::DirBuilder::new()
-            .recursive(true)
-            .mode(0o700)
-            .create(dir)
-            .map_err(|source| Error::Io { action: "create the socket directory", path: dir.to_owned(), source })?;
+        std::fs::DirBuilder::new().recursive(true).mode(0o700).create(dir).map_err(|source| Error::Io {
+            action: "create the socket directory",
+            path: dir.to_owned(),
+            source,
+        })?;
     }
 
     let lock_path = lock_path(path);
@@ -152,8 +151,11 @@ pub fn claim(path: &Path) -> Result<Claimed, Error> {
     // Holding the lock, any socket file here is a dead daemon's.
     match std::fs::symlink_metadata(path) {
         Ok(meta) if meta.file_type().is_socket() => {
-            std::fs::remove_file(path)
-                .map_err(|source| Error::Io { action: "remove the stale socket", path: path.to_owned(), source })?;
+            std::fs::remove_file(path).map_err(|source| Error::Io {
+                action: "remove the stale socket",
+                path: path.to_owned(),
+                source,
+            })?;
             tracing::info!("removed the stale socket {} (no daemon held its lock)", path.display());
         }
         Ok(_) => return Err(Error::NotASocket { path: path.to_owned() }),
@@ -162,7 +164,7 @@ pub fn claim(path: &Path) -> Result<Claimed, Error> {
     }
 
     let listener = bind_private(path)?;
-    Ok(Claimed { path: path.to_owned(), listener, _lock: lock })
+    Ok((Claimed { path: path.to_owned(), _lock: lock }, listener))
 }
 
 /// Bind under umask 0177, so the socket is created 0600. A chmod after the
@@ -230,10 +232,13 @@ mod tests {
 
     #[test]
     fn the_length_limit_counts_bytes_and_names_the_source() {
-        let fits = SocketPath { path: PathBuf::from(format!("/{}", "a".repeat(MAX_PATH_BYTES - 1))), source: Source::Flag };
+        let fits =
+            SocketPath { path: PathBuf::from(format!("/{}", "a".repeat(MAX_PATH_BYTES - 1))), source: Source::Flag };
         check_length(&fits).unwrap();
-        let long =
-            SocketPath { path: PathBuf::from(format!("/{}", "é".repeat(MAX_PATH_BYTES / 2))), source: Source::XdgRuntimeDir };
+        let long = SocketPath {
+            path: PathBuf::from(format!("/{}", "é".repeat(MAX_PATH_BYTES / 2))),
+            source: Source::XdgRuntimeDir,
+        };
         let err = check_length(&long).unwrap_err().to_string();
         let length = 1 + 2 * (MAX_PATH_BYTES / 2);
         assert!(err.contains(&format!("{length} bytes")), "{err}");

@@ -140,8 +140,16 @@ impl Engine<'_> {
                 runtime.remove(&sandbox)?;
                 recreated = true;
             } else if existing.state == State::Stopped {
-                runtime.start(&sandbox)?;
-                self.wait_ready(runtime.as_ref(), &sandbox)?;
+                match runtime.start(&sandbox) {
+                    Ok(()) => self.wait_ready(runtime.as_ref(), &sandbox)?,
+                    // A runtime that cannot restart an instance (hull) gets a
+                    // fresh one with the same home, project and network.
+                    Err(crate::runtime::Error::NoRestart { .. }) => {
+                        runtime.remove(&sandbox)?;
+                        recreated = true;
+                    }
+                    Err(err) => return Err(err.into()),
+                }
             }
         }
 

@@ -73,7 +73,12 @@ impl<'a> Engine<'a> {
         if let Some(notice) = resolved.fallback_notice() {
             self.warnings.push(notice);
         }
-        Ok(runtime::open(&resolved, self.env)?)
+        // The hull backend: `BRIG_<AGENT>_HYPERVISOR`, `BRIG_HYPERVISOR`, then the profile.
+        let hypervisor = crate::settings::Settings::new(self.env, &profile.name)
+            .variable("HYPERVISOR")
+            .map(|(_, v)| v.to_owned())
+            .or_else(|| profile.hypervisor.map(|h| h.as_str().to_owned()));
+        Ok(runtime::open(&resolved, self.env, hypervisor)?)
     }
 
     /// Apply the isolation rule to a sandbox that exists (its label says what
@@ -123,6 +128,6 @@ impl<'a> Engine<'a> {
     /// isolation rule, since nothing new is booted.
     pub fn open_runtime_for_listing(&mut self, profile: Option<&Profile>) -> Result<Box<dyn Runtime>, Error> {
         let resolved = runtime::resolve(self.env, profile.map(|p| (p.name.as_str(), p.runtime_bin.as_deref())))?;
-        Ok(runtime::open(&resolved, self.env)?)
+        Ok(runtime::open(&resolved, self.env, None)?)
     }
 }

@@ -125,6 +125,16 @@ pub enum Hypervisor {
     Qemu,
 }
 
+impl Hypervisor {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Hypervisor::Vz => "vz",
+            Hypervisor::Hvi => "hvi",
+            Hypervisor::Qemu => "qemu",
+        }
+    }
+}
+
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 pub enum RootfsType {
     #[serde(rename = "block")]

@@ -5,6 +5,7 @@
 //! the adapters) speaks its dialect.
 
 pub mod adapter;
+mod hull;
 mod oci;
 mod resolve;
 
@@ -17,15 +18,18 @@ use crate::environment::Environment;
 /// The shim nerdctl hands a sandbox to unless `BRIG_CONTAINERD_RUNTIME` says otherwise.
 pub const DEFAULT_SHIM: &str = "io.containerd.urunc.v2";
 
-/// The adapter for a resolved runtime.
-pub fn open(resolved: &Resolved, env: &Environment) -> Result<Box<dyn Runtime>, Error> {
+/// The adapter for a resolved runtime. `hypervisor` is the hull backend the
+/// settings chose (`vz`, `hvi`, `qemu`); other runtimes ignore it.
+pub fn open(resolved: &Resolved, env: &Environment, hypervisor: Option<String>) -> Result<Box<dyn Runtime>, Error> {
     match resolved.kind {
         Kind::Nerdctl => {
             let shim = env.get("BRIG_CONTAINERD_RUNTIME").unwrap_or(DEFAULT_SHIM).to_owned();
             Ok(Box::new(OciCli::new(Kind::Nerdctl, resolved.bin.clone(), Some(shim))))
         }
         Kind::Podman | Kind::Docker => Ok(Box::new(OciCli::new(resolved.kind, resolved.bin.clone(), None))),
-        Kind::Hull => Err(Error::NotYetSupported { verb: "the hull runtime" }),
+        // The backend (`BRIG_HYPERVISOR`, a profile's `hypervisor:`) does not
+        // reach here yet; hull then boots on its default backend.
+        Kind::Hull => Ok(Box::new(hull::HullCli::new(resolved.bin.clone(), hypervisor))),
     }
 }
 
@@ -126,6 +130,16 @@ pub enum Error {
     /// denied, …). Nothing is booted or deleted on an unknown state.
     #[error("{runtime} ps: {words}")]
     Unreachable { runtime: Kind, words: String },
+    /// A line of a text listing that is not in the runtime's known shape.
+    #[error("{runtime} printed {what} output brig cannot read: \"{line}\"")]
+    Unreadable { runtime: Kind, what: &'static str, line: String },
+    /// The runtime cannot start a stopped sandbox again (hull boots each
+    /// instance once).
+    #[error("{runtime} cannot start the stopped sandbox {name} again; remove it and run again")]
+    NoRestart { runtime: Kind, name: String },
+    /// A hostmount the runtime can only reach through a share, outside every share.
+    #[error("the hostmount {} is not inside a directory shared with the sandbox, which {runtime} needs to keep it under a tmpfs", path.display())]
+    HostmountUnshared { runtime: Kind, path: PathBuf },
     #[error("{runtime} printed {what} output brig cannot read")]
     Unparsable {
         runtime: Kind,

@@ -1,0 +1,79 @@
+//! `ensure`: the CLI's whole path to a running sandbox — home, credentials,
+//! image, share — booting only if needed, with the report read back from
+//! the runtime.
+
+use std::sync::Arc;
+
+use super::{blocking, engine, failure, listing, liveness, typed_ref};
+use crate::daemon::Shared;
+use crate::daemon::inventory::{Known, Liveness};
+use crate::engine::{Engine, ProjectChoice, Request};
+use crate::proto::Response;
+use crate::session::Session;
+
+pub(super) async fn handle(shared: &Arc<Shared>, agent: &str, name: Option<&str>) -> Response {
+    let typed = typed_ref(agent, name);
+    // Parsing is pure and cheap: it names the sandbox whose gate to take.
+    let session = match Session::parse(&typed, &shared.registry) {
+        Ok(session) => session,
+        Err(err) => return failure(&err.into(), Vec::new()),
+    };
+    let sandbox = session.sandbox().to_owned();
+    tracing::info!("ensure {sandbox}");
+    // Held across the whole blocking call: the second of two concurrent
+    // ensures waits here, then finds the sandbox running and boots nothing.
+    let _gate = shared.inventory.gate(&sandbox).lock_owned().await;
+    let outcome = blocking(shared, move |shared| {
+        let mut engine = match engine(shared) {
+            Ok(engine) => engine,
+            Err(err) => return (Err(err), Vec::new()),
+        };
+        let result = ensure(&mut engine, &typed);
+        (result, engine.warnings.lines().to_vec())
+    })
+    .await;
+    match outcome {
+        Ok((Ok((known, liveness)), warnings)) => {
+            shared.inventory.record(known.clone());
+            Response::sessions(vec![known.report(&liveness)]).with_warnings(warnings)
+        }
+        Ok((Err(err), warnings)) => {
+            tracing::info!("ensure {sandbox} failed: {}", crate::proto::chain(&err));
+            failure(&err, warnings)
+        }
+        Err(response) => response,
+    }
+}
+
+fn ensure(engine: &mut Engine<'_>, typed: &str) -> Result<(Known, Liveness), crate::Error> {
+    let (session, profile) = engine.session(typed, None)?;
+    let ensured = engine.ensure(&Request {
+        session: session.clone(),
+        profile,
+        home_flag: None,
+        project: ProjectChoice::Remembered,
+        image: None,
+        mem: None,
+        cpus: None,
+        network: None,
+    })?;
+    let sandbox = session.sandbox();
+    if ensured.booted {
+        tracing::info!("booted {sandbox}");
+    } else {
+        tracing::info!("{sandbox} was already running");
+    }
+    // The report reads liveness back from the runtime like every other
+    // report, rather than trusting that what was just booted still runs.
+    let liveness = liveness(&listing(ensured.runtime.as_ref()), sandbox);
+    let known = Known {
+        agent: session.agent().to_owned(),
+        label: session.label().map(str::to_owned),
+        sandbox: sandbox.to_owned(),
+        workspace: ensured.home.path.display().to_string(),
+        project: ensured.project.as_ref().map(|p| p.display().to_string()),
+        network: Some(ensured.network.to_string()),
+        isolation: Some(ensured.isolation.to_string()),
+    };
+    Ok((known, liveness))
+}
