@@ -230,7 +230,22 @@ fn lab_without_runtimes(brig: PathBuf) -> Lab {
 fn run_text(lab: &Lab, text: &str) -> Result<(), String> {
     let scenario = Arc::new(Scenario::parse(text).unwrap());
     discover::check_placeholders(&scenario).unwrap();
-    lab.run(&TrialSpec { name: "nerdctl::control::inline".into(), runtime: RuntimeName::Nerdctl, scenario, row: None })
+    let verdict = lab.run(&TrialSpec {
+        name: "nerdctl::control::inline".into(),
+        runtime: RuntimeName::Nerdctl,
+        scenario,
+        row: None,
+    });
+    // A failed trial keeps its scratch directory for a person to inspect;
+    // the controls fail on purpose, so theirs is removed here.
+    if let Err(msg) = &verdict
+        && let Some(rest) = msg.split("scratch kept at ").nth(1)
+    {
+        let dir = rest.trim_end().trim_end_matches(')');
+        assert!(dir.contains("brig-lab-t"), "unexpected scratch path {dir}");
+        let _ = std::fs::remove_dir_all(dir);
+    }
+    verdict
 }
 
 /// The brig binary the controls drive: `LAB_BRIG`, else the workspace's

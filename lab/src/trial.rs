@@ -88,11 +88,11 @@ impl Lab {
         if let Some(why) = self.blocker(spec) {
             return Err(format!("cannot run here: {why}"));
         }
-        let _turn = if spec.scenario.exclusive {
-            Turn::Alone(SERIAL.write().unwrap_or_else(|e| e.into_inner()))
-        } else {
-            Turn::Shared(SERIAL.read().unwrap_or_else(|e| e.into_inner()))
-        };
+        // Held until the leak check is done, so an exclusive trial starts
+        // only once every other trial has cleaned up after itself.
+        let exclusive = spec.scenario.exclusive;
+        let _alone = exclusive.then(|| SERIAL.write().unwrap_or_else(|e| e.into_inner()));
+        let _shared = (!exclusive).then(|| SERIAL.read().unwrap_or_else(|e| e.into_inner()));
         let trial = match Trial::prepare(self, spec) {
             Ok(trial) => trial,
             Err(err) => return Err(format!("setting up the trial: {err:#}")),
@@ -123,12 +123,6 @@ impl Lab {
             }
         }
     }
-}
-
-#[allow(dead_code)] // The guards are held for their Drop, never read.
-enum Turn<'a> {
-    Alone(std::sync::RwLockWriteGuard<'a, ()>),
-    Shared(std::sync::RwLockReadGuard<'a, ()>),
 }
 
 /// A prepared trial: its token, directories and environment.

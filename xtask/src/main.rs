@@ -3,6 +3,7 @@
 //! `ci` runs what CI runs; `provision` installs and starts the local runtime
 //! stack; `images` builds the lab guest image and loads it into each runtime.
 
+mod bench;
 mod ci;
 mod images;
 mod lab;
@@ -11,7 +12,7 @@ mod try_it;
 
 use std::process::ExitCode;
 
-const USAGE: &str = "usage: cargo xtask <ci | try | provision | images | lab> [args…]";
+const USAGE: &str = "usage: cargo xtask <ci | try | provision | images | lab | bench> [args…]";
 
 fn main() -> ExitCode {
     let args: Vec<String> = std::env::args().skip(1).collect();
@@ -25,6 +26,7 @@ fn main() -> ExitCode {
         "provision" => provision::run(rest),
         "images" => images::run(rest),
         "try" => try_it::run(rest),
+        "bench" => bench::run(rest),
         other => {
             eprintln!("unknown task {other:?}\n{USAGE}");
             return ExitCode::from(2);

@@ -4,6 +4,7 @@
 
 pub mod agent;
 mod completion;
+mod doctor;
 mod info;
 mod logs;
 mod ls;
@@ -70,6 +71,8 @@ pub enum Verb {
     /// Manage agent profiles.
     #[command(subcommand)]
     Agent(agent::AgentCommand),
+    /// Check what brig depends on: runtime, shim, profiles, brigd.
+    Doctor(doctor::DoctorArgs),
     /// Print the build.
     Version(version::VersionArgs),
     /// Print a shell completion script.
@@ -107,6 +110,7 @@ pub fn main(args: impl IntoIterator<Item = OsString>) -> Outcome {
         Verb::Logs(args) => logs::run(args, &ctx).map(Outcome::from),
         Verb::Info(args) => info::run(args, &ctx).map(Outcome::from),
         Verb::Agent(command) => agent::run(command, &ctx.env, ctx.json).map(Outcome::from),
+        Verb::Doctor(args) => doctor::run(args, &ctx).map(Outcome::from),
         Verb::Version(args) => version::run(args, &ctx).map(Outcome::from),
         Verb::Completion(args) => completion::run(args).map(Outcome::from),
     };

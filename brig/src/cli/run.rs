@@ -275,13 +275,16 @@ impl Launch<'_> {
             interactive: true,
         };
         let command = ensured.runtime.exec(session.sandbox(), &spec);
-        if ctx.json {
-            // The agent runs as a child so brig can report afterwards; its
-            // exit status becomes brig's.
+        if ctx.json || ensured.runtime.status_only_on_stderr() {
+            // brig stays the parent: to report under --json, or because the
+            // runtime names the agent's real exit status only on its stderr.
             let (status, stderr_tail) = command.interactive_keep_stderr().map_err(crate::runtime::Error::from)?;
             let code = ensured.runtime.exec_status(status.code().unwrap_or(1), &stderr_tail);
             let exit = u8::try_from(code.clamp(0, 255)).unwrap_or(1);
-            RunReport { reference: session.typed(), sandbox: Some(session.sandbox()), stage: "agent", exit }.print()?;
+            if ctx.json {
+                RunReport { reference: session.typed(), sandbox: Some(session.sandbox()), stage: "agent", exit }
+                    .print()?;
+            }
             return Ok(Outcome::Agent(exit));
         }
         // Hand the terminal to the runtime: brig's process becomes the

@@ -109,7 +109,7 @@ impl<'a> Engine<'a> {
                 return Err(runtime::Error::ContainerRefused { runtime: runtime.kind(), via }.into());
             }
             self.warnings.push(format!(
-                "this sandbox is a container sharing the host kernel ({via}), not a microVM; accepted because BRIG_ALLOW_CONTAINER_ISOLATION is set"
+                "this sandbox is a container on the host's shared kernel ({via}), not a microVM; accepted because BRIG_ALLOW_CONTAINER_ISOLATION is set"
             ));
         }
         Ok(isolation)

@@ -126,4 +126,9 @@ pub trait Runtime: std::fmt::Debug + Send + Sync {
     fn exec_status(&self, status: i32, _stderr_tail: &str) -> i32 {
         status
     }
+    /// Whether the real exit status of an exec can only be read from the
+    /// runtime's stderr (so brig must stay the parent to read it).
+    fn status_only_on_stderr(&self) -> bool {
+        false
+    }
 }

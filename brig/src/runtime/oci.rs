@@ -360,6 +360,10 @@ impl Runtime for OciCli {
         }
     }
 
+    fn status_only_on_stderr(&self) -> bool {
+        self.kind == Kind::Nerdctl
+    }
+
     fn logs(&self, name: &str, follow: bool, tail: Option<u32>) -> Command {
         let mut cmd = self.cmd().arg("logs");
         if follow {

@@ -1,0 +1,906 @@
+//! `cargo xtask bench`: brig against the same operations done directly with the
+//! runtime, measured side by side in one run and reported as ratios.
+//!
+//! Absolute times depend on the machine and on whatever else it is doing; a
+//! ratio of two medians taken in the same run, with the two sides interleaved
+//! (the order alternates every repetition), cancels most of that drift. That is
+//! why every brig measurement has a raw lane beside it doing the same runtime
+//! work by hand, and why the targets are ratios wherever the issue allows.
+//!
+//! The bench uses a scratch `HOME`, state directory and profile directory, and
+//! names everything it creates with a token unique to the run; whatever carries
+//! the token is removed at the end, on error too, and the runtime is checked
+//! for leftovers afterwards.
+
+use std::collections::BTreeMap;
+use std::ffi::OsString;
+use std::fmt::Write as _;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output, Stdio};
+use std::time::{Instant, SystemTime, UNIX_EPOCH};
+
+use anyhow::{Context, Result, bail, ensure};
+
+const USAGE: &str = "usage: cargo xtask bench [--reps N] [--runtime nerdctl|podman]... [--write]";
+const DEFAULT_REPS: usize = 10;
+const IMAGE: &str = "localhost/brig-lab/guest:latest";
+const SHIM: &str = "io.containerd.runc.v2";
+/// The guest's idle process, as brig starts it: it parks until stopped and
+/// exits at once on SIGTERM, so `stop` does not wait out a grace period.
+const PARK: &str = "trap 'exit 0' TERM INT; while :; do sleep 3600 & wait $!; done";
+const LS_MANY: usize = 25;
+const RATIO_TARGET: f64 = 1.15;
+const STOP_RM_TARGET_MS: f64 = 1500.0;
+const DOC: &str = "docs/performance.md";
+const BEGIN: &str = "<!-- bench:begin -->";
+const END: &str = "<!-- bench:end -->";
+
+pub fn run(args: &[String]) -> Result<()> {
+    let opts = Options::parse(args)?;
+    let root = Path::new(env!("CARGO_MANIFEST_DIR")).parent().context("xtask lives in the workspace")?.to_owned();
+
+    // Timings of a debug build would measure the compiler's settings, not brig.
+    eprintln!("==> cargo build --release -p brig");
+    let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".to_owned());
+    let built = Command::new(&cargo).args(["build", "--release", "-q", "-p", "brig"]).current_dir(&root).status()?;
+    ensure!(built.success(), "cargo build --release -p brig failed");
+    let brig = root.join("target/release/brig");
+    let host = Host::probe(&brig)?;
+
+    let mut sections = Vec::new();
+    let mut absent = Vec::new();
+    for &rt in &opts.runtimes {
+        match Present::probe(rt) {
+            Ok(present) => {
+                check_image(rt)?;
+                sections.push(Bench::measure(&root, &brig, present, opts.reps)?);
+            }
+            Err(why) => {
+                eprintln!("==> skipping {}: {why:#}", rt.bin());
+                absent.push(format!("{}: {why:#}", rt.bin()));
+            }
+        }
+    }
+    ensure!(!sections.is_empty(), "no runtime to measure: {}", absent.join("; "));
+
+    let report = render(&host, opts.reps, &sections, &absent);
+    print!("{report}");
+    if opts.write {
+        write_doc(&root.join(DOC), &report)?;
+        eprintln!("==> wrote the results into {DOC}");
+    }
+    Ok(())
+}
+
+#[derive(Debug)]
+struct Options {
+    reps: usize,
+    runtimes: Vec<Rt>,
+    write: bool,
+}
+
+impl Options {
+    fn parse(args: &[String]) -> Result<Self> {
+        let mut opts = Options { reps: DEFAULT_REPS, runtimes: Vec::new(), write: false };
+        let mut args = args.iter();
+        while let Some(arg) = args.next() {
+            match arg.as_str() {
+                "--reps" => {
+                    let n = args.next().context("--reps needs a number")?;
+                    opts.reps = n.parse().with_context(|| format!("--reps {n:?} is not a number"))?;
+                    ensure!(opts.reps >= 1, "--reps must be at least 1");
+                }
+                "--runtime" => {
+                    let rt = match args.next().map(String::as_str) {
+                        Some("nerdctl") => Rt::Nerdctl,
+                        Some("podman") => Rt::Podman,
+                        other => bail!("--runtime takes nerdctl or podman, not {other:?}"),
+                    };
+                    if !opts.runtimes.contains(&rt) {
+                        opts.runtimes.push(rt);
+                    }
+                }
+                "--write" => opts.write = true,
+                "-h" | "--help" => {
+                    println!("{USAGE}");
+                    std::process::exit(0);
+                }
+                other => bail!("unknown argument {other:?}\n{USAGE}"),
+            }
+        }
+        if opts.runtimes.is_empty() {
+            opts.runtimes = vec![Rt::Nerdctl, Rt::Podman];
+        }
+        Ok(opts)
+    }
+}
+
+/// The runtimes brig drives whose raw commands the bench writes out by hand.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Rt {
+    Nerdctl,
+    Podman,
+}
+
+impl Rt {
+    fn bin(self) -> &'static str {
+        match self {
+            Rt::Nerdctl => "nerdctl",
+            Rt::Podman => "podman",
+        }
+    }
+
+    /// The listing format brig asks for, so the raw listing parses nothing less.
+    fn list_format(self) -> &'static str {
+        match self {
+            Rt::Nerdctl => "{{json .}}",
+            Rt::Podman => "json",
+        }
+    }
+}
+
+/// The runtime's command lines for one sandbox, written out as brig would run
+/// them, minus brig's labels and environment names (metadata that does not
+/// change the runtime's work).
+struct RawBox {
+    name: String,
+    net: String,
+    home: PathBuf,
+}
+
+impl RawBox {
+    fn new(scratch: &Path, token: &str, kind: &str, tag: &str) -> Self {
+        let name = format!("brig-bench-{token}-{kind}-{tag}");
+        RawBox { net: format!("{name}-net"), home: scratch.join("homes").join(&name), name }
+    }
+
+    /// Names standing for any sandbox, for the report.
+    fn placeholder() -> Self {
+        RawBox {
+            name: "<sandbox>".into(),
+            net: "<sandbox>-net".into(),
+            home: PathBuf::from("<scratch>/homes/<sandbox>"),
+        }
+    }
+}
+
+/// One runtime command line, with the environment it needs beyond the scratch one.
+struct Call {
+    argv: Vec<String>,
+    env: Vec<(&'static str, &'static str)>,
+}
+
+fn call(rt: Rt, args: &[&str]) -> Call {
+    let mut argv = vec![rt.bin().to_owned()];
+    argv.extend(args.iter().map(|a| (*a).to_owned()));
+    Call { argv, env: Vec::new() }
+}
+
+fn run_args(rt: Rt, raw: &RawBox, network: &str) -> Vec<String> {
+    let home = format!("{}:/root", raw.home.display());
+    let mut args: Vec<&str> = vec!["run", "-d", "--name", &raw.name];
+    if rt == Rt::Nerdctl {
+        args.extend(["--runtime", SHIM]);
+    }
+    args.extend(["--memory", "256m", "--cpus", "1", "--network", network, "-v", &home]);
+    args.extend(["--tmpfs", "/root/.mem:size=16m,mode=0700,nodev,nosuid", IMAGE, "sh", "-c", PARK]);
+    args.into_iter().map(str::to_owned).collect()
+}
+
+/// What `brig run -d` does at the runtime: its own network, the sandbox on it,
+/// and an exec of `true` that proves the guest answers.
+fn raw_run(rt: Rt, raw: &RawBox) -> Vec<Call> {
+    let create = match rt {
+        Rt::Nerdctl => call(rt, &["network", "create", &raw.net]),
+        Rt::Podman => call(rt, &["network", "create", "--opt", "isolate=true", &raw.net]),
+    };
+    let run = run_args(rt, raw, &raw.net);
+    let run = call(rt, &run.iter().map(String::as_str).collect::<Vec<_>>());
+    vec![create, run, call(rt, &["exec", &raw.name, "true"])]
+}
+
+/// The least a runtime can do to start the same container: no network of its
+/// own and no readiness probe. Context for the reader, not a target.
+fn raw_bare_run(rt: Rt, raw: &RawBox) -> Vec<Call> {
+    let run = run_args(rt, raw, "none");
+    vec![call(rt, &run.iter().map(String::as_str).collect::<Vec<_>>())]
+}
+
+fn raw_exec(rt: Rt, raw: &RawBox) -> Vec<Call> {
+    vec![call(rt, &["exec", &raw.name, "true"])]
+}
+
+/// The exec brig hands over to for `sh <ref> true`: a login shell in the
+/// guest's home with the profile's environment, running the command.
+fn raw_login_exec(rt: Rt, raw: &RawBox) -> Call {
+    let args = ["exec", "-i", "-w", "/root", "-e", "HOME", "-e", "LAB_LITERAL", &raw.name];
+    let mut c = call(rt, &args);
+    c.argv.extend(["bash", "-lc", "exec \"$@\"", "bash", "true"].map(str::to_owned));
+    c.env = vec![("HOME", "/root"), ("LAB_LITERAL", "1")];
+    c
+}
+
+/// Every runtime call `brig sh <ref> true` makes, done by hand.
+fn raw_sh_same(rt: Rt, raw: &RawBox) -> Vec<Call> {
+    vec![
+        call(rt, &["ps", "-a", "--format", rt.list_format()]),
+        call(rt, &["inspect", "--type", "container", &raw.name]),
+        raw_login_exec(rt, raw),
+    ]
+}
+
+fn raw_stop(rt: Rt, raw: &RawBox) -> Vec<Call> {
+    vec![call(rt, &["stop", &raw.name])]
+}
+
+fn raw_rm(rt: Rt, raw: &RawBox) -> Vec<Call> {
+    vec![call(rt, &["rm", "-f", &raw.name]), call(rt, &["network", "rm", &raw.net])]
+}
+
+fn raw_ls(rt: Rt) -> Vec<Call> {
+    vec![call(rt, &["ps", "-a", "--format", rt.list_format()])]
+}
+
+/// A brig sandbox of this run: its reference and the runtime name brig gives it.
+struct BrigBox {
+    reference: String,
+    label: String,
+    name: String,
+}
+
+impl BrigBox {
+    fn new(token: &str, tag: &str) -> Self {
+        let label = format!("bench-{token}-{tag}");
+        BrigBox { reference: format!("lab-agent@{label}"), name: format!("brig-lab-agent-{label}"), label }
+    }
+}
+
+/// One measured quantity; brig lanes and the raw lanes they are compared with.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+enum Lane {
+    RunBrig,
+    RunRaw,
+    RunBare,
+    ShBrig,
+    ShExec,
+    ShSame,
+    ShLogin,
+    StopBrig,
+    StopRaw,
+    RmBrig,
+    RmRaw,
+    LsBrigOne,
+    LsRawOne,
+    LsBrigMany,
+    LsRawMany,
+}
+
+/// The lanes of each lifecycle step, measured one after the other within a repetition.
+const STEPS: [&[Lane]; 4] = [
+    &[Lane::RunBrig, Lane::RunRaw, Lane::RunBare],
+    &[Lane::ShBrig, Lane::ShExec, Lane::ShSame, Lane::ShLogin],
+    &[Lane::StopBrig, Lane::StopRaw],
+    &[Lane::RmBrig, Lane::RmRaw],
+];
+
+/// The lanes in the order repetition `rep` runs them: rotated by one each
+/// time, so no lane always goes first (A B, B A, … for two).
+fn rotated(lanes: &[Lane], rep: usize) -> Vec<Lane> {
+    let mut order = lanes.to_vec();
+    order.rotate_left(rep % lanes.len());
+    order
+}
+
+struct Rep {
+    index: usize,
+    warmup: bool,
+    brig: BrigBox,
+    raw: RawBox,
+    bare: RawBox,
+}
+
+/// What the `ls` rounds saw besides their timings.
+struct LsFacts {
+    sandboxes: usize,
+    containers: usize,
+    brig_calls: usize,
+}
+
+/// The results for one runtime.
+struct Section {
+    present: Present,
+    samples: BTreeMap<Lane, Vec<f64>>,
+    brig_calls: Vec<(String, Vec<String>)>,
+    ls: Vec<LsFacts>,
+}
+
+struct Bench<'a> {
+    brig: &'a Path,
+    rt: Rt,
+    scratch: Scratch,
+    samples: BTreeMap<Lane, Vec<f64>>,
+    brig_calls: Vec<(String, Vec<String>)>,
+    ls: Vec<LsFacts>,
+}
+
+impl<'a> Bench<'a> {
+    fn measure(root: &Path, brig: &'a Path, present: Present, reps: usize) -> Result<Section> {
+        let rt = present.rt;
+        let mut bench = Bench {
+            brig,
+            rt,
+            scratch: Scratch::new(root, rt)?,
+            samples: BTreeMap::new(),
+            brig_calls: Vec::new(),
+            ls: Vec::new(),
+        };
+        eprintln!("==> {}: token {}, scratch {}", rt.bin(), bench.scratch.token, bench.scratch.dir.display());
+        // The warm-up repetition is untimed: it fills caches on both sides and
+        // records, with --verbose, every runtime call brig makes.
+        bench.lifecycle(&bench.rep(0, true))?;
+        for i in 0..reps {
+            eprintln!("==> {}: run -d, sh, stop, rm: repetition {}/{reps}", rt.bin(), i + 1);
+            bench.lifecycle(&bench.rep(i, false))?;
+        }
+        bench.ls_rounds(reps)?;
+        // brigd: measurements through the daemon go here, as further lanes
+        // beside the brig and raw ones, once brigd serves these operations.
+        bench.scratch.clean()?;
+        Ok(Section { present, samples: bench.samples, brig_calls: bench.brig_calls, ls: bench.ls })
+    }
+
+    fn rep(&self, index: usize, warmup: bool) -> Rep {
+        let tag = if warmup { "w".to_owned() } else { index.to_string() };
+        let (dir, token) = (&self.scratch.dir, &self.scratch.token);
+        Rep {
+            index,
+            warmup,
+            brig: BrigBox::new(token, &tag),
+            raw: RawBox::new(dir, token, "raw", &tag),
+            bare: RawBox::new(dir, token, "bare", &tag),
+        }
+    }
+
+    fn lifecycle(&mut self, rep: &Rep) -> Result<()> {
+        for (step, lanes) in STEPS.iter().enumerate() {
+            for lane in rotated(lanes, rep.index) {
+                let ms = self.lane(lane, rep)?;
+                if !rep.warmup {
+                    self.samples.entry(lane).or_default().push(ms);
+                }
+            }
+            if step == 0 {
+                // The bare container is context for `run -d` only; it would
+                // otherwise sit beside the others for the rest of the repetition.
+                self.quiet(&[call(self.rt, &["rm", "-f", &rep.bare.name])])?;
+            }
+        }
+        Ok(())
+    }
+
+    fn lane(&mut self, lane: Lane, rep: &Rep) -> Result<f64> {
+        let (rt, b) = (self.rt, &rep.brig);
+        match lane {
+            Lane::RunBrig => self.brig_lane(rep, "run -d", &["run", "-d", &b.reference], b),
+            Lane::ShBrig => self.brig_lane(rep, "sh <ref> true", &["sh", &b.reference, "true"], b),
+            Lane::StopBrig => self.brig_lane(rep, "stop", &["stop", &b.reference], b),
+            Lane::RmBrig => self.brig_lane(rep, "rm", &["rm", &b.reference], b),
+            Lane::RunRaw => {
+                std::fs::create_dir_all(&rep.raw.home)?;
+                self.timed(&raw_run(rt, &rep.raw))
+            }
+            Lane::RunBare => {
+                std::fs::create_dir_all(&rep.bare.home)?;
+                self.timed(&raw_bare_run(rt, &rep.bare))
+            }
+            Lane::ShExec => self.timed(&raw_exec(rt, &rep.raw)),
+            Lane::ShSame => self.timed(&raw_sh_same(rt, &rep.raw)),
+            Lane::ShLogin => self.timed(&[raw_login_exec(rt, &rep.raw)]),
+            Lane::StopRaw => self.timed(&raw_stop(rt, &rep.raw)),
+            Lane::RmRaw => self.timed(&raw_rm(rt, &rep.raw)),
+            Lane::LsBrigOne | Lane::LsBrigMany => self.brig_timed(&["ls"]),
+            Lane::LsRawOne | Lane::LsRawMany => self.timed(&raw_ls(rt)),
+        }
+    }
+
+    /// A brig lane: timed, or in the warm-up traced instead.
+    fn brig_lane(&mut self, rep: &Rep, op: &str, args: &[&str], b: &BrigBox) -> Result<f64> {
+        if rep.warmup {
+            self.brig_traced(op, args, Some(b))?;
+            Ok(0.0)
+        } else {
+            self.brig_timed(args)
+        }
+    }
+
+    /// One sandbox for `ls`, then the rounds with one and with `LS_MANY`
+    /// sandboxes; brig and the raw listing alternate as in the lifecycle.
+    fn ls_rounds(&mut self, reps: usize) -> Result<()> {
+        let boxes: Vec<BrigBox> = (0..LS_MANY).map(|k| BrigBox::new(&self.scratch.token, &format!("ls{k}"))).collect();
+        let rounds = [(1, Lane::LsBrigOne, Lane::LsRawOne), (LS_MANY, Lane::LsBrigMany, Lane::LsRawMany)];
+        let mut started = 0;
+        for (count, brig_lane, raw_lane) in rounds {
+            eprintln!("==> {}: ls with {count} sandbox(es)", self.rt.bin());
+            for b in &boxes[started..count] {
+                self.brig_timed(&["run", "-d", &b.reference])?;
+            }
+            started = count;
+            let op = format!("ls ({count} sandbox{})", if count == 1 { "" } else { "es" });
+            let calls = self.brig_traced(&op, &["ls"], None)?;
+            self.timed(&raw_ls(self.rt))?;
+            let warm = self.rep(0, true);
+            for i in 0..reps {
+                for lane in rotated(&[brig_lane, raw_lane], i) {
+                    let ms = self.lane(lane, &warm)?;
+                    self.samples.entry(lane).or_default().push(ms);
+                }
+            }
+            let names = self.output(&call(self.rt, &["ps", "-a", "--format", "{{.Names}}"]))?;
+            let containers = String::from_utf8_lossy(&names.stdout).lines().filter(|l| !l.is_empty()).count();
+            self.ls.push(LsFacts { sandboxes: count, containers, brig_calls: calls });
+        }
+        eprintln!("==> {}: removing the ls sandboxes", self.rt.bin());
+        for b in &boxes {
+            self.brig_timed(&["rm", "-q", &b.reference])?;
+        }
+        Ok(())
+    }
+
+    fn brig_command(&self, args: &[&str]) -> Command {
+        let mut cmd = Command::new(self.brig);
+        cmd.args(args);
+        self.scratch.apply(&mut cmd);
+        cmd
+    }
+
+    fn brig_timed(&self, args: &[&str]) -> Result<f64> {
+        let mut cmd = self.brig_command(args);
+        let start = Instant::now();
+        checked(&mut cmd, &format!("brig {}", args.join(" ")))?;
+        Ok(start.elapsed().as_secs_f64() * 1000.0)
+    }
+
+    /// Runs brig with `--verbose` and records the runtime commands it logged,
+    /// with this run's names replaced by placeholders; returns how many.
+    fn brig_traced(&mut self, op: &str, args: &[&str], b: Option<&BrigBox>) -> Result<usize> {
+        let mut cmd = self.brig_command(&[&["--verbose"], args].concat());
+        let out = checked(&mut cmd, &format!("brig --verbose {}", args.join(" ")))?;
+        let scratch = self.scratch.dir.display().to_string();
+        let calls: Vec<String> = String::from_utf8_lossy(&out.stderr)
+            .lines()
+            .filter_map(|line| runtime_call(&strip_ansi(line)))
+            .map(|line| {
+                let line = line.replace(&scratch, "<scratch>");
+                match b {
+                    Some(b) => line.replace(&b.name, "<sandbox>").replace(&b.label, "<label>"),
+                    None => line,
+                }
+            })
+            .collect();
+        let count = calls.len();
+        self.brig_calls.push((op.to_owned(), calls));
+        Ok(count)
+    }
+
+    fn command(&self, c: &Call) -> Command {
+        let mut cmd = Command::new(&c.argv[0]);
+        cmd.args(&c.argv[1..]);
+        self.scratch.apply(&mut cmd);
+        cmd.envs(c.env.iter().copied());
+        cmd
+    }
+
+    fn output(&self, c: &Call) -> Result<Output> {
+        checked(&mut self.command(c), &display(c))
+    }
+
+    /// The wall time of the calls run one after the other, in milliseconds.
+    fn timed(&self, calls: &[Call]) -> Result<f64> {
+        let mut cmds: Vec<Command> = calls.iter().map(|c| self.command(c)).collect();
+        let start = Instant::now();
+        for (cmd, c) in cmds.iter_mut().zip(calls) {
+            checked(cmd, &display(c))?;
+        }
+        Ok(start.elapsed().as_secs_f64() * 1000.0)
+    }
+
+    fn quiet(&self, calls: &[Call]) -> Result<()> {
+        self.timed(calls).map(drop)
+    }
+}
+
+/// Runs a command to completion with no stdin, failing with its stderr.
+fn checked(cmd: &mut Command, shown: &str) -> Result<Output> {
+    let out = cmd
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .output()
+        .with_context(|| format!("cannot run {shown}"))?;
+    if !out.status.success() {
+        bail!("{shown}: {}: {}", out.status, String::from_utf8_lossy(&out.stderr).trim());
+    }
+    Ok(out)
+}
+
+/// The runtime command in one line of brig's debug log, if the line holds one.
+fn runtime_call(line: &str) -> Option<String> {
+    let (_, rest) = line.split_once("DEBUG")?;
+    let rest = rest.trim_start();
+    if let Some(argv) = rest.strip_prefix("running ") {
+        Some(argv.to_owned())
+    } else {
+        rest.strip_prefix("handing over to ").map(|argv| format!("{argv}    (exec, replacing brig)"))
+    }
+}
+
+fn strip_ansi(line: &str) -> String {
+    let mut out = String::with_capacity(line.len());
+    let mut chars = line.chars();
+    while let Some(c) = chars.next() {
+        if c == '\u{1b}' {
+            // A CSI sequence ends at its first letter.
+            for c in chars.by_ref() {
+                if c.is_ascii_alphabetic() {
+                    break;
+                }
+            }
+        } else {
+            out.push(c);
+        }
+    }
+    out
+}
+
+fn display(c: &Call) -> String {
+    let mut words: Vec<String> = c.env.iter().map(|(k, v)| format!("{k}={}", shell_word(v))).collect();
+    words.extend(c.argv.iter().map(|a| shell_word(a)));
+    words.join(" ")
+}
+
+/// A word as a shell would need it; the report's `<placeholders>` stay bare.
+fn shell_word(word: &str) -> String {
+    let plain = |c: char| c.is_ascii_alphanumeric() || "-_./:=,@%+<>".contains(c);
+    if !word.is_empty() && word.chars().all(plain) {
+        word.to_owned()
+    } else {
+        format!("'{}'", word.replace('\'', r"'\''"))
+    }
+}
+
+/// The scratch `HOME`, state and profile directories of one runtime's run,
+/// and the token in every name the run gives the runtime.
+struct Scratch {
+    rt: Rt,
+    token: String,
+    dir: PathBuf,
+    cleaned: bool,
+}
+
+impl Scratch {
+    fn new(root: &Path, rt: Rt) -> Result<Self> {
+        let nanos = SystemTime::now().duration_since(UNIX_EPOCH)?.subsec_nanos();
+        let token = format!("{:06x}", (nanos ^ std::process::id().rotate_left(16)) & 0xff_ffff);
+        let dir = std::env::temp_dir().join(format!("brig-bench-{token}"));
+        for sub in ["home", "state", "profiles", "homes"] {
+            std::fs::create_dir_all(dir.join(sub)).with_context(|| format!("creating {}", dir.display()))?;
+        }
+        std::fs::copy(root.join("lab/profiles/lab-agent.yaml"), dir.join("profiles/lab-agent.yaml"))
+            .context("copying the lab-agent profile")?;
+        Ok(Scratch { rt, token, dir, cleaned: false })
+    }
+
+    /// The environment of every command the bench runs, brig's and the raw
+    /// ones alike, so both sides see the same `HOME` and runtime settings.
+    fn apply(&self, cmd: &mut Command) {
+        for (name, _) in std::env::vars_os() {
+            if name.to_string_lossy().starts_with("BRIG_") {
+                cmd.env_remove(name);
+            }
+        }
+        let vars: [(&str, OsString); 6] = [
+            ("HOME", self.dir.join("home").into()),
+            ("BRIG_STATE_DIR", self.dir.join("state").into()),
+            ("BRIG_PROFILE_DIR", self.dir.join("profiles").into()),
+            ("BRIG_ALLOW_CONTAINER_ISOLATION", "1".into()),
+            ("BRIG_CONTAINERD_RUNTIME", SHIM.into()),
+            ("BRIG_RUNTIME", self.rt.bin().into()),
+        ];
+        cmd.envs(vars);
+    }
+
+    /// Removes every container and network whose name holds the token, checks
+    /// that none is left, and deletes the scratch directories.
+    fn clean(&mut self) -> Result<()> {
+        self.cleaned = true;
+        let rt = self.rt.bin();
+        let containers = self.named(&["ps", "-a", "--format", "{{.Names}}"])?;
+        if !containers.is_empty() {
+            remove(Command::new(rt).args(["rm", "-f"]).args(&containers))?;
+        }
+        let networks = self.named(&["network", "ls", "--format", "{{.Name}}"])?;
+        if !networks.is_empty() {
+            remove(Command::new(rt).args(["network", "rm"]).args(&networks))?;
+        }
+        let left: Vec<String> = [
+            self.named(&["ps", "-a", "--format", "{{.Names}}"])?,
+            self.named(&["network", "ls", "--format", "{{.Name}}"])?,
+        ]
+        .concat();
+        ensure!(left.is_empty(), "{rt} still holds {} after the bench", left.join(", "));
+        std::fs::remove_dir_all(&self.dir).with_context(|| format!("removing {}", self.dir.display()))?;
+        eprintln!(
+            "==> {rt}: nothing named with token {} is left (checked with {rt} ps -a and {rt} network ls)",
+            self.token
+        );
+        Ok(())
+    }
+
+    fn named(&self, args: &[&str]) -> Result<Vec<String>> {
+        let shown = format!("{} {}", self.rt.bin(), args.join(" "));
+        let out = checked(Command::new(self.rt.bin()).args(args), &shown)?;
+        Ok(String::from_utf8_lossy(&out.stdout)
+            .lines()
+            .filter(|l| l.contains(&self.token))
+            .map(str::to_owned)
+            .collect())
+    }
+}
+
+fn remove(cmd: &mut Command) -> Result<()> {
+    let shown = format!("{cmd:?}");
+    checked(cmd, &shown).map(drop)
+}
+
+impl Drop for Scratch {
+    fn drop(&mut self) {
+        if !self.cleaned
+            && let Err(err) = self.clean()
+        {
+            eprintln!("bench: cleaning up after token {}: {err:#}", self.token);
+        }
+    }
+}
+
+/// The machine the numbers come from.
+struct Host {
+    date: String,
+    kernel: String,
+    cpus: usize,
+    cpu_model: String,
+    brig: String,
+}
+
+impl Host {
+    fn probe(brig: &Path) -> Result<Self> {
+        let first_line = |cmd: &mut Command| -> Result<String> {
+            let out = checked(cmd, &format!("{cmd:?}"))?;
+            Ok(String::from_utf8_lossy(&out.stdout).lines().next().unwrap_or_default().trim().to_owned())
+        };
+        let cpuinfo = std::fs::read_to_string("/proc/cpuinfo").unwrap_or_default();
+        let cpu_model = cpuinfo
+            .lines()
+            .find_map(|l| {
+                l.strip_prefix("model name").and_then(|r| r.split_once(':')).map(|(_, m)| m.trim().to_owned())
+            })
+            .unwrap_or_else(|| "unknown".to_owned());
+        Ok(Host {
+            date: first_line(Command::new("date").args(["-u", "+%Y-%m-%d %H:%M UTC"]))?,
+            kernel: std::fs::read_to_string("/proc/sys/kernel/osrelease")?.trim().to_owned(),
+            cpus: std::thread::available_parallelism().map_or(1, usize::from),
+            cpu_model,
+            brig: first_line(Command::new(brig).arg("version"))?,
+        })
+    }
+}
+
+/// A runtime that answers, and the versions of its stack.
+struct Present {
+    rt: Rt,
+    versions: String,
+}
+
+impl Present {
+    fn probe(rt: Rt) -> Result<Self> {
+        let first_line = |program: &str, args: &[&str]| -> Result<String> {
+            let out = checked(Command::new(program).args(args), &format!("{program} {}", args.join(" ")))?;
+            Ok(String::from_utf8_lossy(&out.stdout).lines().next().unwrap_or_default().trim().to_owned())
+        };
+        let own = first_line(rt.bin(), &["--version"])?;
+        let versions = match rt {
+            Rt::Nerdctl => {
+                // `nerdctl info` fails when containerd is not running.
+                first_line("nerdctl", &["info", "--format", "{{.ServerVersion}}"])?;
+                let containerd = first_line("containerd", &["--version"])?;
+                let containerd = containerd.split_whitespace().nth(2).unwrap_or(&containerd).to_owned();
+                let runc = first_line("runc", &["--version"])?;
+                format!("{own}, containerd {containerd}, shim {SHIM} with {runc}")
+            }
+            Rt::Podman => {
+                let oci = first_line("podman", &["info", "--format", "{{.Host.OCIRuntime.Version}}"])?;
+                format!("{own}, OCI runtime {oci}")
+            }
+        };
+        Ok(Present { rt, versions })
+    }
+}
+
+fn check_image(rt: Rt) -> Result<()> {
+    checked(Command::new(rt.bin()).args(["image", "inspect", IMAGE]), &format!("{} image inspect {IMAGE}", rt.bin()))
+        .with_context(|| format!("{IMAGE} is not loaded into {}; run `cargo xtask images`", rt.bin()))
+        .map(drop)
+}
+
+fn median(samples: &[f64]) -> f64 {
+    let mut v = samples.to_vec();
+    v.sort_by(f64::total_cmp);
+    let n = v.len();
+    if n % 2 == 1 { v[n / 2] } else { (v[n / 2 - 1] + v[n / 2]) / 2.0 }
+}
+
+/// The nearest-rank 90th percentile.
+fn p90(samples: &[f64]) -> f64 {
+    let mut v = samples.to_vec();
+    v.sort_by(f64::total_cmp);
+    let rank = (v.len() * 9).div_ceil(10).max(1);
+    v[rank - 1]
+}
+
+fn verdict(pass: bool) -> &'static str {
+    if pass { "PASS" } else { "MISS" }
+}
+
+fn render(host: &Host, reps: usize, sections: &[Section], absent: &[String]) -> String {
+    let mut out = String::new();
+    let w = &mut out;
+    let _ = writeln!(w, "- date: {}", host.date);
+    let _ = writeln!(w, "- host: Linux {}, {} CPUs ({})", host.kernel, host.cpus, host.cpu_model);
+    let _ = writeln!(w, "- brig: `{}`, built with `cargo build --release -p brig`", host.brig);
+    let _ = writeln!(w, "- isolation: `container` (runc; no microVM lane on this host)");
+    let _ = writeln!(w, "- method: {reps} repetitions after one untimed warm-up, brig and raw lanes interleaved");
+    let _ = writeln!(w, "  with the order rotated each repetition; times in ms (median, nearest-rank p90)");
+    for line in absent {
+        let _ = writeln!(w, "- not measured: {line}");
+    }
+    for s in sections {
+        render_section(w, s);
+    }
+    out
+}
+
+fn render_section(w: &mut String, s: &Section) {
+    let rt = s.present.rt;
+    let lane = |l: Lane| s.samples.get(&l).map(Vec::as_slice).unwrap_or_default();
+    let sum = |a: &[f64], b: &[f64]| a.iter().zip(b).map(|(x, y)| x + y).collect::<Vec<f64>>();
+    let stop_rm_brig = sum(lane(Lane::StopBrig), lane(Lane::RmBrig));
+    let stop_rm_raw = sum(lane(Lane::StopRaw), lane(Lane::RmRaw));
+    let ratio = |a: &[f64], b: &[f64]| median(a) / median(b);
+
+    let _ = writeln!(w, "\n### {}\n\n{}\n", rt.bin(), s.present.versions);
+    let _ = writeln!(w, "| comparison (A / B) | A median | A p90 | B median | B p90 | A/B |");
+    let _ = writeln!(w, "|---|--:|--:|--:|--:|--:|");
+    let rows: [(&str, &[f64], &[f64]); 10] = [
+        ("`run -d`: brig / raw network + run + exec `true`", lane(Lane::RunBrig), lane(Lane::RunRaw)),
+        ("`run -d`: brig / raw bare `run -d --network none`", lane(Lane::RunBrig), lane(Lane::RunBare)),
+        ("`sh <ref> true`: brig / raw `exec <name> true`", lane(Lane::ShBrig), lane(Lane::ShExec)),
+        ("`sh <ref> true`: brig / raw same calls as brig", lane(Lane::ShBrig), lane(Lane::ShSame)),
+        ("raw `exec … bash -lc` (brig's exec alone) / raw `exec true`", lane(Lane::ShLogin), lane(Lane::ShExec)),
+        ("`stop`: brig / raw `stop`", lane(Lane::StopBrig), lane(Lane::StopRaw)),
+        ("`rm`: brig / raw `rm -f` + `network rm`", lane(Lane::RmBrig), lane(Lane::RmRaw)),
+        ("`stop` + `rm`: brig / raw", &stop_rm_brig, &stop_rm_raw),
+        ("`ls`, 1 sandbox: brig / raw `ps -a`", lane(Lane::LsBrigOne), lane(Lane::LsRawOne)),
+        ("`ls`, 25 sandboxes: brig / raw `ps -a`", lane(Lane::LsBrigMany), lane(Lane::LsRawMany)),
+    ];
+    for (what, a, b) in rows {
+        let _ = writeln!(
+            w,
+            "| {what} | {:.1} | {:.1} | {:.1} | {:.1} | {:.2}× |",
+            median(a),
+            p90(a),
+            median(b),
+            p90(b),
+            ratio(a, b)
+        );
+    }
+
+    let run_ratio = ratio(lane(Lane::RunBrig), lane(Lane::RunRaw));
+    let sh_ratio = ratio(lane(Lane::ShBrig), lane(Lane::ShExec));
+    let stop_rm = p90(&stop_rm_brig);
+    let ls_one = ratio(lane(Lane::LsBrigOne), lane(Lane::LsRawOne));
+    let ls_many = ratio(lane(Lane::LsBrigMany), lane(Lane::LsRawMany));
+    let (one, many) = (&s.ls[0], &s.ls[1]);
+    let ls_pass = one.brig_calls == 1 && many.brig_calls == 1 && ls_many <= ls_one * RATIO_TARGET;
+    let _ = writeln!(w, "\n| target | measured | result |\n|---|---|---|");
+    let _ =
+        writeln!(w, "| `run -d` ≤ {RATIO_TARGET}× raw | {run_ratio:.2}× | {} |", verdict(run_ratio <= RATIO_TARGET));
+    let _ = writeln!(
+        w,
+        "| `sh <ref> true` ≤ {RATIO_TARGET}× raw `exec true` | {sh_ratio:.2}× | {} |",
+        verdict(sh_ratio <= RATIO_TARGET)
+    );
+    let _ = writeln!(
+        w,
+        "| `stop` + `rm` under {STOP_RM_TARGET_MS:.0} ms | p90 {stop_rm:.0} ms (median {:.0}) | {} |",
+        median(&stop_rm_brig),
+        verdict(stop_rm < STOP_RM_TARGET_MS)
+    );
+    let _ = writeln!(
+        w,
+        "| `ls` independent of the number of sandboxes | {} and {} runtime call(s) at {} and {} sandboxes \
+         ({} and {} containers listed); brig/raw {ls_one:.2}× → {ls_many:.2}× | {} |",
+        one.brig_calls,
+        many.brig_calls,
+        one.sandboxes,
+        many.sandboxes,
+        one.containers,
+        many.containers,
+        verdict(ls_pass)
+    );
+
+    let _ = writeln!(w, "\nWhat each side ran (`<sandbox>` is the sandbox's runtime name; brig's calls as its");
+    let _ = writeln!(w, "`--verbose` log shows them, raw ones as the bench runs them):\n\n```text");
+    let placeholder = RawBox::placeholder();
+    let raw: [(&str, Vec<Call>); 7] = [
+        ("run -d", raw_run(rt, &placeholder)),
+        ("run -d, bare", raw_bare_run(rt, &placeholder)),
+        ("sh <ref> true: raw exec true", raw_exec(rt, &placeholder)),
+        ("sh <ref> true: raw same calls", raw_sh_same(rt, &placeholder)),
+        ("stop", raw_stop(rt, &placeholder)),
+        ("rm", raw_rm(rt, &placeholder)),
+        ("ls", raw_ls(rt)),
+    ];
+    for (op, calls) in &s.brig_calls {
+        let verb = if op.starts_with("ls") { "ls".to_owned() } else { op.replace("<ref>", "lab-agent@<label>") };
+        let _ = writeln!(w, "brig {verb}  [{op}]");
+        for c in calls {
+            let _ = writeln!(w, "    {c}");
+        }
+    }
+    let _ = writeln!(w);
+    for (op, calls) in &raw {
+        let _ = writeln!(w, "raw  [{op}]");
+        for c in calls {
+            let _ = writeln!(w, "    {}", display(c));
+        }
+    }
+    let _ = writeln!(w, "```");
+}
+
+/// Replaces the generated block of the performance page with `report`.
+fn write_doc(path: &Path, report: &str) -> Result<()> {
+    let page = std::fs::read_to_string(path).with_context(|| format!("reading {}", path.display()))?;
+    let (Some(begin), Some(end)) = (page.find(BEGIN), page.find(END)) else {
+        bail!("{} has no {BEGIN} … {END} block", path.display());
+    };
+    ensure!(begin < end, "{} has {END} before {BEGIN}", path.display());
+    let updated = format!("{}{BEGIN}\n{report}{}", &page[..begin], &page[end..]);
+    std::fs::write(path, updated).with_context(|| format!("writing {}", path.display()))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn median_and_p90_of_ten() {
+        let v: Vec<f64> = (1..=10).map(f64::from).collect();
+        assert_eq!(median(&v), 5.5);
+        assert_eq!(p90(&v), 9.0);
+        assert_eq!(median(&[3.0]), 3.0);
+        assert_eq!(p90(&[3.0]), 3.0);
+    }
+
+    #[test]
+    fn lanes_alternate() {
+        let two = [Lane::RunBrig, Lane::RunRaw];
+        assert_eq!(rotated(&two, 0), two);
+        assert_eq!(rotated(&two, 1), [Lane::RunRaw, Lane::RunBrig]);
+    }
+
+    #[test]
+    fn runtime_calls_come_from_debug_lines() {
+        let line = "\u{1b}[34mDEBUG\u{1b}[0m running nerdctl exec x true";
+        assert_eq!(runtime_call(&strip_ansi(line)).as_deref(), Some("nerdctl exec x true"));
+        assert_eq!(runtime_call(" INFO booting x"), None);
+    }
+}
