@@ -668,6 +668,7 @@ struct Host {
     kernel: String,
     cpus: usize,
     cpu_model: String,
+    load: String,
     brig: String,
 }
 
@@ -689,9 +690,17 @@ impl Host {
             kernel: std::fs::read_to_string("/proc/sys/kernel/osrelease")?.trim().to_owned(),
             cpus: std::thread::available_parallelism().map_or(1, usize::from),
             cpu_model,
+            load: loadavg(),
             brig: first_line(Command::new(brig).arg("version"))?,
         })
     }
+}
+
+/// The 1, 5 and 15 minute load averages: other work on the machine is noise
+/// that interleaving spreads over both sides but cannot remove.
+fn loadavg() -> String {
+    let text = std::fs::read_to_string("/proc/loadavg").unwrap_or_default();
+    text.split_whitespace().take(3).collect::<Vec<_>>().join(" ")
 }
 
 /// A runtime that answers, and the versions of its stack.
@@ -755,6 +764,7 @@ fn render(host: &Host, reps: usize, sections: &[Section], absent: &[String]) -> 
     let w = &mut out;
     let _ = writeln!(w, "- date: {}", host.date);
     let _ = writeln!(w, "- host: Linux {}, {} CPUs ({})", host.kernel, host.cpus, host.cpu_model);
+    let _ = writeln!(w, "- load average (1, 5, 15 min): {} at the start, {} at the end", host.load, loadavg());
     let _ = writeln!(w, "- brig: `{}`, built with `cargo build --release -p brig`", host.brig);
     let _ = writeln!(w, "- isolation: `container` (runc; no microVM lane on this host)");
     let _ = writeln!(w, "- method: {reps} repetitions after one untimed warm-up, brig and raw lanes interleaved");

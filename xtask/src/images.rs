@@ -309,10 +309,6 @@ impl Image {
             "config": {
                 "Env": [format!("PATH={GUEST_PATH}")],
                 "Cmd": ["sleep", "infinity"],
-                // As PID 1, `sleep` and `nc` ignore SIGTERM, so every stop
-                // would wait out the runtime's grace period; nothing in the
-                // guest needs a graceful shutdown.
-                "StopSignal": "SIGKILL",
                 "WorkingDir": "/",
                 "Labels": {"org.opencontainers.image.title": "brig lab guest"},
             },
