@@ -128,7 +128,11 @@ impl Engine<'_> {
         let mut recreated = false;
 
         if let Some(existing) = &existing {
-            if let Some(legacy) = self.legacy_home(runtime.as_ref(), &req.session, &req.profile, &home)? {
+            // Only a sandbox brig did not label itself can carry a home
+            // from an older release; asking the runtime for mounts costs a call.
+            if !existing.labels.contains_key(label::HOME)
+                && let Some(legacy) = self.legacy_home(runtime.as_ref(), &req.session, &req.profile, &home)?
+            {
                 home = legacy;
             }
             let current = current_project(existing, record.as_ref());

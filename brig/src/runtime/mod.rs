@@ -18,6 +18,35 @@ use crate::environment::Environment;
 /// The shim nerdctl hands a sandbox to unless `BRIG_CONTAINERD_RUNTIME` says otherwise.
 pub const DEFAULT_SHIM: &str = "io.containerd.urunc.v2";
 
+/// podman's containers.conf files, later ones overriding earlier ones; a
+/// `CONTAINERS_CONF` file replaces them all, as it does for podman.
+fn podman_config_files(env: &Environment) -> Vec<PathBuf> {
+    if let Some(file) = env.get("CONTAINERS_CONF") {
+        return vec![PathBuf::from(file)];
+    }
+    let dropins = |dir: PathBuf| -> Vec<PathBuf> {
+        let mut files: Vec<PathBuf> = std::fs::read_dir(&dir)
+            .map(|entries| {
+                entries
+                    .filter_map(|e| e.ok().map(|e| e.path()))
+                    .filter(|p| p.extension().is_some_and(|x| x == "conf"))
+                    .collect()
+            })
+            .unwrap_or_default();
+        files.sort();
+        files
+    };
+    let mut files =
+        vec![PathBuf::from("/usr/share/containers/containers.conf"), PathBuf::from("/etc/containers/containers.conf")];
+    files.extend(dropins(PathBuf::from("/etc/containers/containers.conf.d")));
+    let user = env.get("XDG_CONFIG_HOME").map(PathBuf::from).or_else(|| env.home().map(|h| h.join(".config")));
+    if let Some(user) = user {
+        files.push(user.join("containers/containers.conf"));
+        files.extend(dropins(user.join("containers/containers.conf.d")));
+    }
+    files
+}
+
 /// The adapter for a resolved runtime. `hypervisor` is the hull backend the
 /// settings chose (`vz`, `hvi`, `qemu`); other runtimes ignore it.
 pub fn open(resolved: &Resolved, env: &Environment, hypervisor: Option<String>) -> Result<Box<dyn Runtime>, Error> {
@@ -26,7 +55,8 @@ pub fn open(resolved: &Resolved, env: &Environment, hypervisor: Option<String>) 
             let shim = env.get("BRIG_CONTAINERD_RUNTIME").unwrap_or(DEFAULT_SHIM).to_owned();
             Ok(Box::new(OciCli::new(Kind::Nerdctl, resolved.bin.clone(), Some(shim))))
         }
-        Kind::Podman | Kind::Docker => Ok(Box::new(OciCli::new(resolved.kind, resolved.bin.clone(), None))),
+        Kind::Podman => Ok(Box::new(OciCli::podman(resolved.bin.clone(), &podman_config_files(env)))),
+        Kind::Docker => Ok(Box::new(OciCli::new(Kind::Docker, resolved.bin.clone(), None))),
         // The backend (`BRIG_HYPERVISOR`, a profile's `hypervisor:`) does not
         // reach here yet; hull then boots on its default backend.
         Kind::Hull => Ok(Box::new(hull::HullCli::new(resolved.bin.clone(), hypervisor))),

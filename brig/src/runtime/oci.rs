@@ -26,11 +26,26 @@ pub struct OciCli {
     bin: PathBuf,
     /// nerdctl only: the containerd shim a sandbox is handed to.
     shim: Option<String>,
+    /// podman only: the OCI runtime its configuration names, passed to
+    /// `podman run --runtime` so the configured runtime is the one used.
+    podman_runtime: Option<String>,
 }
+
+/// What podman runs when its configuration names no runtime.
+const PODMAN_DEFAULT_RUNTIME: &str = "crun";
 
 impl OciCli {
     pub fn new(kind: Kind, bin: PathBuf, shim: Option<String>) -> Self {
-        OciCli { kind, bin, shim }
+        OciCli { kind, bin, shim, podman_runtime: None }
+    }
+
+    /// A podman adapter using the runtime its configuration files name.
+    pub fn podman(bin: PathBuf, config_files: &[PathBuf]) -> Self {
+        let runtime = config_files
+            .iter()
+            .filter_map(|f| std::fs::read_to_string(f).ok())
+            .fold(None, |found, text| engine_runtime(&text).or(found));
+        OciCli { kind: Kind::Podman, bin, shim: None, podman_runtime: runtime }
     }
 
     fn cmd(&self) -> Command {
@@ -99,6 +114,27 @@ pub fn runtime_words(stderr: &str) -> String {
 pub fn nerdctl_exec_status(stderr: &str) -> Option<i32> {
     let words = runtime_words(stderr.lines().rev().find(|l| !l.trim().is_empty())?);
     words.strip_prefix("exec failed with exit code ")?.trim().parse().ok()
+}
+
+/// `runtime = "…"` in the `[engine]` table of a containers.conf file. A
+/// deliberately small reader: the file is TOML, and brig needs one key.
+pub fn engine_runtime(text: &str) -> Option<String> {
+    let mut in_engine = false;
+    let mut found = None;
+    for line in text.lines().map(str::trim) {
+        if line.starts_with('[') {
+            in_engine = line == "[engine]";
+            continue;
+        }
+        let Some((key, value)) = line.split_once('=') else { continue };
+        if in_engine && key.trim() == "runtime" {
+            let value = value.split('#').next().unwrap_or_default().trim().trim_matches('"').trim_matches('\'');
+            if !value.is_empty() {
+                found = Some(value.to_owned());
+            }
+        }
+    }
+    found
 }
 
 fn is_missing(words: &str) -> bool {
@@ -225,9 +261,11 @@ impl Runtime for OciCli {
                 let shim = self.shim.as_deref().unwrap_or_default();
                 isolation_of(shim).ok_or_else(|| Error::UnknownShim { shim: shim.to_owned() })
             }
+            // The runtime named in podman's own configuration, which brig
+            // then passes explicitly at boot, so the class reported is the
+            // class that runs (and no slow `podman info` is needed).
             Kind::Podman => {
-                let name = self.query(self.cmd().args(["info", "--format", "{{.Host.OCIRuntime.Name}}"]))?;
-                let name = name.trim();
+                let name = self.podman_runtime.as_deref().unwrap_or(PODMAN_DEFAULT_RUNTIME);
                 isolation_of(name).ok_or_else(|| Error::UnknownShim { shim: name.to_owned() })
             }
             // A docker engine runs containers unless configured otherwise; brig
@@ -260,8 +298,12 @@ impl Runtime for OciCli {
 
     fn boot(&self, spec: &BootSpec) -> Result<(), Error> {
         let mut cmd = self.cmd().args(["run", "--detach", "--name", &spec.name]);
-        if let (Kind::Nerdctl, Some(shim)) = (self.kind, &self.shim) {
-            cmd = cmd.args(["--runtime", shim]);
+        match (self.kind, &self.shim) {
+            (Kind::Nerdctl, Some(shim)) => cmd = cmd.args(["--runtime", shim]),
+            (Kind::Podman, _) => {
+                cmd = cmd.args(["--runtime", self.podman_runtime.as_deref().unwrap_or(PODMAN_DEFAULT_RUNTIME)])
+            }
+            _ => {}
         }
         cmd = cmd.args(["--memory", &format!("{}m", spec.mem_mb)]).args(["--cpus", &spec.cpus.to_string()]);
         if let Some(pull) = spec.pull {
@@ -442,6 +484,15 @@ mod tests {
         );
         assert_eq!(runtime_words(&testdata("nerdctl-rm-missing.stderr")), "1 errors: no such container: brig-nope");
         assert!(runtime_words(&testdata("podman-rm-missing.stderr")).starts_with("no container with name"));
+    }
+
+    #[rstest::rstest]
+    #[case("[engine]\nruntime = \"runc\"\n", Some("runc"))]
+    #[case("[engine]\n# runtime = \"crun\"\n", None)]
+    #[case("[containers]\nruntime = \"x\"\n[engine]\ncgroup_manager = \"cgroupfs\"\n", None)]
+    #[case("[engine]\n  runtime = 'krun' # a microVM\n[engine.runtimes]\nrunc = []\n", Some("krun"))]
+    fn podman_runtime_from_containers_conf(#[case] text: &str, #[case] want: Option<&str>) {
+        assert_eq!(engine_runtime(text).as_deref(), want);
     }
 
     #[test]
