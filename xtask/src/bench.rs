@@ -222,11 +222,7 @@ fn raw_login_exec(rt: Rt, raw: &RawBox) -> Call {
 
 /// Every runtime call `brig sh <ref> true` makes, done by hand.
 fn raw_sh_same(rt: Rt, raw: &RawBox) -> Vec<Call> {
-    vec![
-        call(rt, &["ps", "-a", "--format", rt.list_format()]),
-        call(rt, &["inspect", "--type", "container", &raw.name]),
-        raw_login_exec(rt, raw),
-    ]
+    vec![call(rt, &["ps", "-a", "--format", rt.list_format()]), raw_login_exec(rt, raw)]
 }
 
 fn raw_stop(rt: Rt, raw: &RawBox) -> Vec<Call> {

@@ -254,6 +254,7 @@ impl Launch<'_> {
             mem: self.options.mem,
             cpus: self.options.cpus,
             network,
+            skills: self.options.skills,
         };
         let ensured = engine.ensure(&request)?;
         if self.detach {

@@ -37,6 +37,8 @@ pub struct Request {
     pub mem: Option<u32>,
     pub cpus: Option<u32>,
     pub network: Option<Network>,
+    /// `--skills`: seed the home with the agent's host config subdirectories.
+    pub skills: bool,
 }
 
 /// A sandbox that exists and runs.
@@ -169,6 +171,26 @@ impl Engine<'_> {
                 leftover_check: existing.is_none(),
             })?;
             booted = true;
+        }
+
+        let skills = Settings::new(self.env, req.session.agent())
+            .resolve::<crate::settings::Bool>(
+                req.skills.then_some(("--skills", crate::settings::Bool(true))),
+                "SKILLS",
+                None,
+                None,
+                crate::settings::Bool(false),
+            )?
+            .value
+            .0;
+        if skills {
+            let prepared = match home.source {
+                HomeSource::Default => home::prepare_default_home(&self.state_dir, &sandbox)?,
+                HomeSource::Named { .. } | HomeSource::Legacy => home::prepare_named_home(&home.path)?,
+            };
+            for line in super::skills::seed(self.env, &req.profile, &prepared.dir, &prepared.path)? {
+                self.warnings.push(line);
+            }
         }
 
         let network = match (&existing, recreated) {

@@ -7,6 +7,7 @@
 
 mod boot;
 mod ensure;
+mod skills;
 
 use std::path::PathBuf;
 

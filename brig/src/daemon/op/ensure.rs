@@ -56,6 +56,7 @@ fn ensure(engine: &mut Engine<'_>, typed: &str) -> Result<(Known, Liveness), cra
         mem: None,
         cpus: None,
         network: None,
+        skills: false,
     })?;
     let sandbox = session.sandbox();
     if ensured.booted {
