@@ -112,11 +112,12 @@ pub fn run(args: InfoArgs, ctx: &Context) -> Result<Code, Error> {
         binary: r.bin.clone(),
         shim: (r.kind == Kind::Nerdctl).then(|| env.get("BRIG_CONTAINERD_RUNTIME").unwrap_or(DEFAULT_SHIM).to_owned()),
     });
-    let isolation = runtime_info.as_ref().map(|r| match (r.kind, &r.shim) {
-        (Kind::Hull, _) => Isolation::Microvm,
-        (Kind::Nerdctl, Some(shim)) => runtime::isolation_of(shim).unwrap_or(Isolation::Container),
-        _ => Isolation::Container,
-    });
+    // The adapter knows which isolation its runtime gives as configured,
+    // without booting anything.
+    let isolation = match &runtime {
+        Some(resolved) => Some(runtime::open(resolved, env, None)?.isolation()?),
+        None => None,
+    };
 
     let data = InfoData {
         reference: session.typed().to_owned(),
