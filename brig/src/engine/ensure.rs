@@ -13,7 +13,7 @@ use crate::Error;
 use crate::profile::Profile;
 use crate::runtime::{ExecSpec, Isolation, Listed, Runtime, State, adapter::label};
 use crate::session::{GuestHome, HomeSource, Index, Record, Session, home, project};
-use crate::settings::{Network, Positive, Pull, Settings, Verify};
+use crate::settings::{Bool, Network, Positive, Pull, Settings, Verify};
 
 /// What the run line says about the project.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -71,6 +71,7 @@ pub(super) struct Resolved {
     pub cpus: u32,
     pub network: Network,
     pub pull: Option<Pull>,
+    pub skills: bool,
 }
 
 impl Engine<'_> {
@@ -111,7 +112,11 @@ impl Engine<'_> {
             (None, Some((_, image))) => image.to_owned(),
             (None, None) => req.profile.image.clone(),
         };
-        Ok(Resolved { image, mem, cpus, network, pull })
+        let skills = settings
+            .resolve::<Bool>(req.skills.then_some(("--skills", Bool(true))), "SKILLS", None, None, Bool(false))?
+            .value
+            .0;
+        Ok(Resolved { image, mem, cpus, network, pull, skills })
     }
 
     pub fn ensure(&mut self, req: &Request) -> Result<Ensured, Error> {
@@ -173,17 +178,7 @@ impl Engine<'_> {
             booted = true;
         }
 
-        let skills = Settings::new(self.env, req.session.agent())
-            .resolve::<crate::settings::Bool>(
-                req.skills.then_some(("--skills", crate::settings::Bool(true))),
-                "SKILLS",
-                None,
-                None,
-                crate::settings::Bool(false),
-            )?
-            .value
-            .0;
-        if skills {
+        if resolved.skills {
             let prepared = match home.source {
                 HomeSource::Default => home::prepare_default_home(&self.state_dir, &sandbox)?,
                 HomeSource::Named { .. } | HomeSource::Legacy => home::prepare_named_home(&home.path)?,
