@@ -12,6 +12,7 @@ use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
+use rustix::process::{Pid, Signal};
 use serde_json::{Value, json};
 
 /// A scratch world: HOME, state and profile directories, and an empty PATH
@@ -115,9 +116,9 @@ impl Daemon {
         Client::connect(&self.socket)
     }
 
-    fn signal(&self, name: &str) {
-        let status = Command::new("kill").args([&format!("-{name}"), &self.pid().to_string()]).status().unwrap();
-        assert!(status.success());
+    fn signal(&self, signal: Signal) {
+        let pid = Pid::from_raw(self.pid() as i32).unwrap();
+        rustix::process::kill_process(pid, signal).expect("the daemon can be signalled");
     }
 
     /// Wait for the daemon to exit; its exit code.
@@ -136,7 +137,9 @@ impl Daemon {
 impl Drop for Daemon {
     fn drop(&mut self) {
         if self.child.try_wait().ok().flatten().is_none() {
-            let _ = Command::new("kill").args(["-KILL", &format!("-{}", self.pid())]).status();
+            if let Some(group) = Pid::from_raw(self.pid() as i32) {
+                let _ = rustix::process::kill_process_group(group, Signal::KILL);
+            }
             let _ = self.child.wait();
         }
     }
@@ -160,10 +163,15 @@ impl Client {
         self.stream.write_all(b"\n").unwrap();
     }
 
-    /// The next response line as JSON; None at end of stream.
+    /// The next response line as JSON; None once the daemon has closed the
+    /// connection (a close with our bytes still unread arrives as a reset).
     fn recv(&mut self) -> Option<Value> {
         let mut line = String::new();
-        self.reader.read_line(&mut line).expect("reads a line");
+        match self.reader.read_line(&mut line) {
+            Ok(_) => {}
+            Err(e) if e.kind() == std::io::ErrorKind::ConnectionReset => return None,
+            Err(e) => panic!("cannot read a response: {e}"),
+        }
         if line.is_empty() {
             return None;
         }
@@ -195,13 +203,16 @@ fn a_path_too_long_is_refused_before_bind_naming_limit_length_and_source() {
     let length = long_socket.as_os_str().len();
     let brigd = env!("CARGO_BIN_EXE_brigd");
 
-    let cases: [(&[&str], Vec<(&str, String)>, &str); 3] = [
-        (&["--socket", long_socket.to_str().unwrap()], vec![], "--socket"),
-        (&[], vec![("XDG_RUNTIME_DIR", long_dir.display().to_string())], "XDG_RUNTIME_DIR"),
-        (&[], vec![("BRIG_STATE_DIR", long_dir.display().to_string())], "BRIG_STATE_DIR"),
+    let dir = long_dir.to_str().unwrap();
+    let flag = ["--socket", long_socket.to_str().unwrap()];
+    // (arguments, environment, the source the error must name)
+    let cases = [
+        (&flag[..], None, "--socket"),
+        (&[][..], Some(("XDG_RUNTIME_DIR", dir)), "XDG_RUNTIME_DIR"),
+        (&[][..], Some(("BRIG_STATE_DIR", dir)), "BRIG_STATE_DIR"),
     ];
-    for (args, env, source) in cases {
-        let env: Vec<(&str, &str)> = env.iter().map(|(k, v)| (*k, v.as_str())).collect();
+    for (args, var, source) in cases {
+        let env: Vec<(&str, &str)> = var.into_iter().collect();
         let (code, _, stderr) = scratch.run(brigd, args, &env);
         assert_eq!(code, 1, "{stderr}");
         assert!(stderr.contains(&format!("is {length} bytes")), "{stderr}");
@@ -227,7 +238,7 @@ fn a_second_daemon_is_refused_naming_the_pid_and_the_first_keeps_serving() {
 fn a_killed_daemon_releases_the_lock_and_the_next_clears_its_stale_socket() {
     let scratch = Scratch::new("kill9");
     let mut first = scratch.daemon(&[]);
-    first.signal("KILL");
+    first.signal(Signal::KILL);
     first.wait(Duration::from_secs(10));
     assert!(scratch.socket().exists(), "a killed daemon leaves its socket behind");
     let second = scratch.daemon(&[]);
@@ -237,13 +248,13 @@ fn a_killed_daemon_releases_the_lock_and_the_next_clears_its_stale_socket() {
 
 #[test]
 fn sigterm_and_sigint_exit_0_and_remove_the_socket() {
-    for signal in ["TERM", "INT"] {
-        let scratch = Scratch::new(&format!("sig{signal}"));
+    for (name, signal) in [("TERM", Signal::TERM), ("INT", Signal::INT)] {
+        let scratch = Scratch::new(&format!("sig{name}"));
         let mut daemon = scratch.daemon(&[]);
         let mut idle = daemon.connect();
         daemon.signal(signal);
         assert_eq!(daemon.wait(Duration::from_secs(10)), Some(0), "{}", daemon.stderr_text());
-        assert!(!scratch.socket().exists(), "SIG{signal} removes the socket");
+        assert!(!scratch.socket().exists(), "SIG{name} removes the socket");
         // A connection waiting for its next request is closed, not kept.
         assert_eq!(idle.recv(), None);
     }
@@ -331,7 +342,7 @@ fn a_profile_naming_a_missing_runtime_fails_that_request_with_code_4_and_no_othe
     let scratch = Scratch::new("code4");
     std::fs::write(
         scratch.path("profiles/gone-runtime.yaml"),
-        "name: gone-runtime\nkind: agent\nbinary: x\nimage: example.invalid/x:1\nruntimeBin: /nonexistent/nerdctl\n",
+        "name: gone-runtime\nkind: agent\nbinary: x\nimage: example.invalid/x:1\nguestHome: /root\nmem: 256\ncpus: 1\nruntimeBin: /nonexistent/nerdctl\n",
     )
     .unwrap();
     let daemon = scratch.daemon(&[]);
@@ -443,7 +454,7 @@ fn doctor_marks_brigd_absent_running_and_stale() {
     assert!(line.starts_with("ok  brigd     "), "{line}");
     assert!(line.ends_with(&format!("answers at {}", socket.display())), "{line}");
 
-    daemon.signal("KILL");
+    daemon.signal(Signal::KILL);
     daemon.wait(Duration::from_secs(10));
     let line = doctor_brigd_line(&scratch);
     assert!(line.starts_with("!!  brigd     a socket is at"), "{line}");

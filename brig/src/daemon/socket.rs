@@ -236,11 +236,12 @@ mod tests {
             SocketPath { path: PathBuf::from(format!("/{}", "a".repeat(MAX_PATH_BYTES - 1))), source: Source::Flag };
         check_length(&fits).unwrap();
         let long = SocketPath {
-            path: PathBuf::from(format!("/{}", "é".repeat(MAX_PATH_BYTES / 2))),
+            path: PathBuf::from(format!("/{}", "é".repeat(MAX_PATH_BYTES / 2 + 1))),
             source: Source::XdgRuntimeDir,
         };
         let err = check_length(&long).unwrap_err().to_string();
-        let length = 1 + 2 * (MAX_PATH_BYTES / 2);
+        // Two bytes a character: the limit is in bytes, not characters.
+        let length = 1 + 2 * (MAX_PATH_BYTES / 2 + 1);
         assert!(err.contains(&format!("{length} bytes")), "{err}");
         assert!(err.contains(&format!("limit of {MAX_PATH_BYTES}")), "{err}");
         assert!(err.contains("XDG_RUNTIME_DIR"), "{err}");
