@@ -1,7 +1,8 @@
 //! brig: runs AI coding agents in sandboxes they cannot escape.
 //!
-//! Both binaries (`brig`, and later `brigd`) are thin shells over this library.
-//! The CLI is plain blocking code; nothing here starts an async runtime.
+//! Both binaries, `brig` and `brigd`, are thin shells over this library and
+//! share one engine. The CLI is plain blocking code; only the daemon starts
+//! an async runtime, and it runs the engine on blocking threads.
 
 pub mod build_info;
 pub mod cli;

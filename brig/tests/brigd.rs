@@ -15,38 +15,21 @@ use std::time::{Duration, Instant};
 use rustix::process::{Pid, Signal};
 use serde_json::{Value, json};
 
-/// A scratch world: HOME, state and profile directories, and an empty PATH
-/// directory so that no runtime is ever found. Kept short: socket paths live
-/// under it and must fit the kernel's limit.
-struct Scratch {
-    root: PathBuf,
+mod common;
+
+use common::Scratch;
+
+/// brigd's side of the scratch world: its socket and how to start it.
+trait DaemonScratch {
+    fn socket(&self) -> PathBuf;
+    fn command(&self, binary: &str, args: &[&str], extra: &[(&str, &str)]) -> Command;
+    fn run(&self, binary: &str, args: &[&str], extra: &[(&str, &str)]) -> (i32, String, String);
+    fn daemon(&self, extra: &[(&str, &str)]) -> Daemon;
 }
 
-impl Scratch {
-    fn new(name: &str) -> Scratch {
-        let root = PathBuf::from(format!("/tmp/bd-{}-{name}", std::process::id()));
-        let _ = std::fs::remove_dir_all(&root);
-        for dir in ["home", "state", "profiles", "bin"] {
-            std::fs::create_dir_all(root.join(dir)).unwrap();
-        }
-        Scratch { root }
-    }
-
-    fn path(&self, rel: &str) -> PathBuf {
-        self.root.join(rel)
-    }
-
+impl DaemonScratch for Scratch {
     fn socket(&self) -> PathBuf {
         self.path("run/brigd.sock")
-    }
-
-    fn env(&self) -> Vec<(String, String)> {
-        vec![
-            ("HOME".into(), self.path("home").display().to_string()),
-            ("BRIG_STATE_DIR".into(), self.path("state").display().to_string()),
-            ("BRIG_PROFILE_DIR".into(), self.path("profiles").display().to_string()),
-            ("PATH".into(), self.path("bin").display().to_string()),
-        ]
     }
 
     fn command(&self, binary: &str, args: &[&str], extra: &[(&str, &str)]) -> Command {
@@ -69,12 +52,6 @@ impl Scratch {
     fn daemon(&self, extra: &[(&str, &str)]) -> Daemon {
         let socket = self.socket();
         Daemon::start(self, &["--socket", socket.to_str().unwrap()], extra, &socket)
-    }
-}
-
-impl Drop for Scratch {
-    fn drop(&mut self) {
-        let _ = std::fs::remove_dir_all(&self.root);
     }
 }
 
@@ -187,7 +164,7 @@ impl Client {
 
 #[test]
 fn the_socket_is_0600_and_the_lock_holds_the_pid() {
-    let scratch = Scratch::new("mode");
+    let scratch = Scratch::new("bd", "mode");
     let daemon = scratch.daemon(&[]);
     let mode = std::fs::metadata(&daemon.socket).unwrap().permissions().mode() & 0o777;
     assert_eq!(mode, 0o600, "socket mode {mode:o}");
@@ -197,7 +174,7 @@ fn the_socket_is_0600_and_the_lock_holds_the_pid() {
 
 #[test]
 fn a_path_too_long_is_refused_before_bind_naming_limit_length_and_source() {
-    let scratch = Scratch::new("long");
+    let scratch = Scratch::new("bd", "long");
     let long_dir = scratch.path(&"d".repeat(120));
     let long_socket = long_dir.join("brigd.sock");
     let length = long_socket.as_os_str().len();
@@ -224,7 +201,7 @@ fn a_path_too_long_is_refused_before_bind_naming_limit_length_and_source() {
 
 #[test]
 fn a_second_daemon_is_refused_naming_the_pid_and_the_first_keeps_serving() {
-    let scratch = Scratch::new("second");
+    let scratch = Scratch::new("bd", "second");
     let daemon = scratch.daemon(&[]);
     let socket = daemon.socket.to_str().unwrap().to_owned();
     let (code, _, stderr) = scratch.run(env!("CARGO_BIN_EXE_brigd"), &["--socket", &socket], &[]);
@@ -236,7 +213,7 @@ fn a_second_daemon_is_refused_naming_the_pid_and_the_first_keeps_serving() {
 
 #[test]
 fn a_killed_daemon_releases_the_lock_and_the_next_clears_its_stale_socket() {
-    let scratch = Scratch::new("kill9");
+    let scratch = Scratch::new("bd", "kill9");
     let mut first = scratch.daemon(&[]);
     first.signal(Signal::KILL);
     first.wait(Duration::from_secs(10));
@@ -249,7 +226,7 @@ fn a_killed_daemon_releases_the_lock_and_the_next_clears_its_stale_socket() {
 #[test]
 fn sigterm_and_sigint_exit_0_and_remove_the_socket() {
     for (name, signal) in [("TERM", Signal::TERM), ("INT", Signal::INT)] {
-        let scratch = Scratch::new(&format!("sig{name}"));
+        let scratch = Scratch::new("bd", &format!("sig{name}"));
         let mut daemon = scratch.daemon(&[]);
         let mut idle = daemon.connect();
         daemon.signal(signal);
@@ -262,7 +239,7 @@ fn sigterm_and_sigint_exit_0_and_remove_the_socket() {
 
 #[test]
 fn the_version_op_returns_the_fields_of_brig_version_json() {
-    let scratch = Scratch::new("version");
+    let scratch = Scratch::new("bd", "version");
     let daemon = scratch.daemon(&[]);
     let mut response = daemon.connect().ask(r#"{"v":1,"op":"version"}"#);
     let (code, stdout, _) = scratch.run(env!("CARGO_BIN_EXE_brig"), &["version", "--json"], &[]);
@@ -277,7 +254,7 @@ fn the_version_op_returns_the_fields_of_brig_version_json() {
 
 #[test]
 fn a_malformed_line_is_answered_with_code_2_and_the_connection_stays_usable() {
-    let scratch = Scratch::new("malformed");
+    let scratch = Scratch::new("bd", "malformed");
     let daemon = scratch.daemon(&[]);
     let mut client = daemon.connect();
     let bad = client.ask("this is not json");
@@ -292,7 +269,7 @@ fn a_malformed_line_is_answered_with_code_2_and_the_connection_stays_usable() {
 
 #[test]
 fn an_unknown_op_a_missing_field_and_another_version_are_code_2() {
-    let scratch = Scratch::new("code2");
+    let scratch = Scratch::new("bd", "code2");
     let daemon = scratch.daemon(&[]);
     let mut client = daemon.connect();
     let cases = [
@@ -312,7 +289,7 @@ fn an_unknown_op_a_missing_field_and_another_version_are_code_2() {
 
 #[test]
 fn the_id_is_echoed_and_an_absent_id_stays_absent() {
-    let scratch = Scratch::new("id");
+    let scratch = Scratch::new("bd", "id");
     let daemon = scratch.daemon(&[]);
     let mut client = daemon.connect();
     // Pipelined: both requests go out before either response is read.
@@ -327,7 +304,7 @@ fn the_id_is_echoed_and_an_absent_id_stays_absent() {
 
 #[test]
 fn an_unknown_agent_is_code_3() {
-    let scratch = Scratch::new("code3");
+    let scratch = Scratch::new("bd", "code3");
     let daemon = scratch.daemon(&[]);
     let mut client = daemon.connect();
     for op in ["ensure", "stop"] {
@@ -339,7 +316,7 @@ fn an_unknown_agent_is_code_3() {
 
 #[test]
 fn a_profile_naming_a_missing_runtime_fails_that_request_with_code_4_and_no_other() {
-    let scratch = Scratch::new("code4");
+    let scratch = Scratch::new("bd", "code4");
     std::fs::write(
         scratch.path("profiles/gone-runtime.yaml"),
         "name: gone-runtime\nkind: agent\nbinary: x\nimage: example.invalid/x:1\nguestHome: /root\nmem: 256\ncpus: 1\nruntimeBin: /nonexistent/nerdctl\n",
@@ -355,7 +332,7 @@ fn a_profile_naming_a_missing_runtime_fails_that_request_with_code_4_and_no_othe
 
 #[test]
 fn an_over_length_line_gets_the_error_and_the_connection_closes() {
-    let scratch = Scratch::new("long-line");
+    let scratch = Scratch::new("bd", "long-line");
     let daemon = scratch.daemon(&[("BRIGD_TEST_LIMITS", "line_bytes=64")]);
     let mut client = daemon.connect();
     // Exactly at the limit with its newline: accepted.
@@ -372,7 +349,7 @@ fn an_over_length_line_gets_the_error_and_the_connection_closes() {
 
 #[test]
 fn an_idle_connection_is_closed_but_every_read_resets_the_deadline() {
-    let scratch = Scratch::new("idle");
+    let scratch = Scratch::new("bd", "idle");
     let daemon = scratch.daemon(&[("BRIGD_TEST_LIMITS", "idle_ms=400")]);
     let mut client = daemon.connect();
     // A request in pieces, each pause shorter than the deadline, the whole
@@ -389,7 +366,7 @@ fn an_idle_connection_is_closed_but_every_read_resets_the_deadline() {
 
 #[test]
 fn a_client_that_stops_reading_is_cut_off_after_the_write_deadline() {
-    let scratch = Scratch::new("write");
+    let scratch = Scratch::new("bd", "write");
     let daemon = scratch.daemon(&[("BRIGD_TEST_LIMITS", "write_ms=300")]);
     let client = daemon.connect();
     let mut stream = client.stream.try_clone().unwrap();
@@ -413,7 +390,7 @@ fn a_client_that_stops_reading_is_cut_off_after_the_write_deadline() {
 
 #[test]
 fn a_typo_in_the_test_limits_stops_the_start() {
-    let scratch = Scratch::new("limits");
+    let scratch = Scratch::new("bd", "limits");
     let socket = scratch.socket();
     let (code, _, stderr) = scratch.run(
         env!("CARGO_BIN_EXE_brigd"),
@@ -444,7 +421,7 @@ fn doctor_brigd_line(scratch: &Scratch) -> String {
 
 #[test]
 fn doctor_marks_brigd_absent_running_and_stale() {
-    let scratch = Scratch::new("doctor");
+    let scratch = Scratch::new("bd", "doctor");
     let socket = scratch.socket();
     std::fs::create_dir_all(socket.parent().unwrap()).unwrap();
     assert_eq!(doctor_brigd_line(&scratch), format!("--  brigd     not running (no socket at {})", socket.display()));
@@ -464,7 +441,7 @@ fn doctor_marks_brigd_absent_running_and_stale() {
 
 #[test]
 fn brigd_writes_progress_to_its_stderr_only() {
-    let scratch = Scratch::new("progress");
+    let scratch = Scratch::new("bd", "progress");
     let daemon = scratch.daemon(&[]);
     let mut client = daemon.connect();
     client.ask(r#"{"op":"status"}"#);

@@ -2,14 +2,11 @@
 //! directories, no runtime needed. Each test asserts the exit code and the
 //! specific output, not merely success or failure.
 
-use std::path::PathBuf;
+mod common;
+
+use common::Scratch;
 
 use serde_json::Value;
-
-/// A scratch world for one test: its own HOME, state dir and profile dir.
-struct Scratch {
-    root: PathBuf,
-}
 
 struct Run {
     code: i32,
@@ -24,38 +21,19 @@ impl Run {
     }
 }
 
-impl Scratch {
-    fn new(name: &str) -> Scratch {
-        let root = std::env::temp_dir().join(format!("brig-cli-{}-{name}", std::process::id()));
-        let _ = std::fs::remove_dir_all(&root);
-        for dir in ["home", "state", "profiles", "bin"] {
-            std::fs::create_dir_all(root.join(dir)).unwrap();
-        }
-        Scratch { root }
+/// Running brig in a scratch world.
+trait RunBrig {
+    fn brig_env(&self, args: &[&str], extra: &[(&str, &str)]) -> Run;
+    fn brig(&self, args: &[&str]) -> Run {
+        self.brig_env(args, &[])
     }
+}
 
-    fn path(&self, rel: &str) -> PathBuf {
-        self.root.join(rel)
-    }
-
-    fn state(&self) -> PathBuf {
-        self.path("state")
-    }
-
-    fn write_profile(&self, file: &str, text: &str) {
-        std::fs::write(self.path("profiles").join(file), text).unwrap();
-    }
-
+impl RunBrig for Scratch {
     /// Run brig with only the scratch environment (plus `extra`), so the
     /// user's own brig state can never leak into a test.
     fn brig_env(&self, args: &[&str], extra: &[(&str, &str)]) -> Run {
-        let mut env: Vec<(String, String)> = vec![
-            ("HOME".into(), self.path("home").display().to_string()),
-            ("BRIG_STATE_DIR".into(), self.state().display().to_string()),
-            ("BRIG_PROFILE_DIR".into(), self.path("profiles").display().to_string()),
-            // An empty PATH dir: no runtime is found unless a test puts one there.
-            ("PATH".into(), self.path("bin").display().to_string()),
-        ];
+        let mut env = self.env();
         env.extend(extra.iter().map(|(k, v)| ((*k).to_owned(), (*v).to_owned())));
         let out = duct::cmd(env!("CARGO_BIN_EXE_brig"), args)
             .full_env(env)
@@ -71,16 +49,6 @@ impl Scratch {
             stderr: String::from_utf8(out.stderr).unwrap(),
         }
     }
-
-    fn brig(&self, args: &[&str]) -> Run {
-        self.brig_env(args, &[])
-    }
-}
-
-impl Drop for Scratch {
-    fn drop(&mut self) {
-        let _ = std::fs::remove_dir_all(&self.root);
-    }
 }
 
 fn assert_exit(run: &Run, code: i32, stderr_has: &[&str]) {
@@ -92,7 +60,7 @@ fn assert_exit(run: &Run, code: i32, stderr_has: &[&str]) {
 
 #[test]
 fn malformed_refs_are_usage_errors() {
-    let s = Scratch::new("refs");
+    let s = Scratch::new("brig-cli", "refs");
     for (reference, keyword) in [
         ("claude@@x", "more than one @"),
         ("@x", "names no agent"),
@@ -109,14 +77,14 @@ fn malformed_refs_are_usage_errors() {
 
 #[test]
 fn unknown_agent_is_not_found() {
-    let s = Scratch::new("unknown");
+    let s = Scratch::new("brig-cli", "unknown");
     let run = s.brig(&["info", "nosuch"]);
     assert_exit(&run, 3, &["unknown agent \"nosuch\"", "brig agent ls"]);
 }
 
 #[test]
 fn info_reports_sandbox_and_default_home() {
-    let s = Scratch::new("info");
+    let s = Scratch::new("brig-cli", "info");
     let run = s.brig(&["info", "claude@refactor", "--json"]);
     assert_exit(&run, 0, &[]);
     let json = run.json();
@@ -137,7 +105,7 @@ fn info_reports_sandbox_and_default_home() {
 
 #[test]
 fn named_home_gets_the_label_suffix() {
-    let s = Scratch::new("named-home");
+    let s = Scratch::new("brig-cli", "named-home");
     let run = s.brig(&["info", "claude@refactor", "--home", "/x", "--json"]);
     assert_exit(&run, 0, &[]);
     assert_eq!(run.json()["data"]["workspace"], "/x-refactor");
@@ -152,7 +120,7 @@ fn named_home_gets_the_label_suffix() {
 
 #[test]
 fn info_human_output_names_every_part() {
-    let s = Scratch::new("info-human");
+    let s = Scratch::new("brig-cli", "info-human");
     let run = s.brig(&["info", "codex"]);
     assert_exit(&run, 0, &[]);
     for needle in ["brig-codex", "none found", "isolated", "warn", "codex-stock"] {
@@ -162,7 +130,7 @@ fn info_human_output_names_every_part() {
 
 #[test]
 fn agent_ls_lists_the_eight_builtins() {
-    let s = Scratch::new("agent-ls");
+    let s = Scratch::new("brig-cli", "agent-ls");
     let run = s.brig(&["agent", "ls", "--json"]);
     assert_exit(&run, 0, &[]);
     let json = run.json();
@@ -181,7 +149,7 @@ const CLAUDE_FILE_PROFILE: &str =
 
 #[test]
 fn a_file_profile_named_claude_wins_over_the_alias() {
-    let s = Scratch::new("alias");
+    let s = Scratch::new("brig-cli", "alias");
     s.write_profile("mine.yaml", CLAUDE_FILE_PROFILE);
     let run = s.brig(&["info", "claude", "--json"]);
     assert_exit(&run, 0, &[]);
@@ -194,7 +162,7 @@ fn a_file_profile_named_claude_wins_over_the_alias() {
 
 #[test]
 fn a_misspelled_field_is_refused_by_name() {
-    let s = Scratch::new("misspelled");
+    let s = Scratch::new("brig-cli", "misspelled");
     s.write_profile(
         "typo.yaml",
         &CLAUDE_FILE_PROFILE.replace("name: claude", "name: typo").replace("guestHome", "guestHom"),
@@ -207,7 +175,7 @@ fn a_misspelled_field_is_refused_by_name() {
 
 #[test]
 fn version_prints_the_build_facts() {
-    let s = Scratch::new("version");
+    let s = Scratch::new("brig-cli", "version");
     let run = s.brig(&["version", "--json"]);
     assert_exit(&run, 0, &[]);
     let json = run.json();
@@ -230,7 +198,7 @@ fn version_prints_the_build_facts() {
 
 #[test]
 fn usage_mistakes_exit_2() {
-    let s = Scratch::new("usage");
+    let s = Scratch::new("brig-cli", "usage");
     assert_exit(&s.brig(&["frobnicate"]), 2, &[]);
     assert_exit(&s.brig(&["run"]), 2, &[]);
     assert_exit(&s.brig(&["sh"]), 2, &[]);
@@ -248,7 +216,7 @@ fn usage_mistakes_exit_2() {
 
 #[test]
 fn unrecognised_setting_values_exit_2_naming_variable_and_values() {
-    let s = Scratch::new("settings");
+    let s = Scratch::new("brig-cli", "settings");
     let run = s.brig_env(&["info", "claude"], &[("BRIG_VERIFY", "maybe")]);
     assert_exit(&run, 2, &["BRIG_VERIFY", "maybe", "require"]);
     let run = s.brig_env(&["info", "claude"], &[("BRIG_CLAUDE_CODE_NETWORK", "wide")]);
@@ -257,7 +225,7 @@ fn unrecognised_setting_values_exit_2_naming_variable_and_values() {
 
 #[test]
 fn a_missing_project_is_a_general_failure_naming_it() {
-    let s = Scratch::new("project");
+    let s = Scratch::new("brig-cli", "project");
     let missing = s.path("no-such-project");
     let run = s.brig(&["run", "claude", missing.to_str().unwrap()]);
     assert_exit(&run, 1, &[missing.to_str().unwrap()]);
@@ -265,7 +233,7 @@ fn a_missing_project_is_a_general_failure_naming_it() {
 
 #[test]
 fn a_runtime_setting_pointing_at_nothing_is_exit_4() {
-    let s = Scratch::new("runtime");
+    let s = Scratch::new("brig-cli", "runtime");
     let run = s.brig_env(&["info", "claude"], &[("BRIG_RUNTIME_BIN", "/no/such/nerdctl")]);
     assert_exit(&run, 4, &["BRIG_RUNTIME_BIN", "/no/such/nerdctl"]);
     let run = s.brig_env(&["info", "claude"], &[("BRIG_RUNTIME", "lxc")]);
@@ -274,7 +242,7 @@ fn a_runtime_setting_pointing_at_nothing_is_exit_4() {
 
 #[test]
 fn run_json_refusal_is_a_run_object_on_stdout() {
-    let s = Scratch::new("run-json");
+    let s = Scratch::new("brig-cli", "run-json");
     let run = s.brig(&["--json", "run", "nosuch"]);
     assert_exit(&run, 3, &["nosuch"]);
     let json = run.json();
@@ -286,7 +254,7 @@ fn run_json_refusal_is_a_run_object_on_stdout() {
 
 #[test]
 fn completion_scripts_are_printed() {
-    let s = Scratch::new("completion");
+    let s = Scratch::new("brig-cli", "completion");
     for shell in ["bash", "zsh", "fish"] {
         let run = s.brig(&["completion", shell]);
         assert_exit(&run, 0, &[]);
