@@ -4,7 +4,7 @@
 
 use std::sync::Arc;
 
-use super::{blocking, engine, failure, listing, liveness, typed_ref};
+use super::{blocking, engine, failure, typed_ref};
 use crate::daemon::Shared;
 use crate::daemon::inventory::{Known, Liveness};
 use crate::engine::{Engine, ProjectChoice, Request};
@@ -64,9 +64,10 @@ fn ensure(engine: &mut Engine<'_>, typed: &str) -> Result<(Known, Liveness), cra
     } else {
         tracing::info!("{sandbox} was already running");
     }
-    // The report reads liveness back from the runtime like every other
-    // report, rather than trusting that what was just booted still runs.
-    let liveness = liveness(&listing(ensured.runtime.as_ref()), sandbox);
+    // Liveness was read from the runtime within this request: the engine's
+    // listing found the sandbox running, or it answered the readiness exec
+    // after booting. A second listing would only double the runtime calls.
+    let liveness = Liveness::Running;
     let known = Known {
         agent: session.agent().to_owned(),
         label: session.label().map(str::to_owned),
