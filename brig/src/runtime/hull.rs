@@ -544,12 +544,8 @@ impl Runtime for HullCli {
 mod tests {
     use super::*;
     use crate::runtime::adapter::Tmpfs;
+    use crate::runtime::testdata;
     use rstest::rstest;
-
-    fn testdata(name: &str) -> String {
-        std::fs::read_to_string(Path::new(env!("CARGO_MANIFEST_DIR")).join("src/runtime/testdata").join(name))
-            .unwrap_or_else(|e| panic!("{name}: {e}"))
-    }
 
     fn hull(backend: Option<&str>) -> HullCli {
         HullCli::new("/usr/local/bin/hull".into(), backend.map(str::to_owned))

@@ -47,6 +47,13 @@ fn podman_config_files(env: &Environment) -> Vec<PathBuf> {
     files
 }
 
+/// An output captured from a real runtime binary, for the parsers' tests.
+#[cfg(test)]
+pub(crate) fn testdata(name: &str) -> String {
+    let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("src/runtime/testdata");
+    std::fs::read_to_string(dir.join(name)).unwrap_or_else(|e| panic!("{name}: {e}"))
+}
+
 /// The adapter for a resolved runtime. `hypervisor` is the hull backend the
 /// settings chose (`vz`, `hvi`, `qemu`); other runtimes ignore it.
 pub fn open(resolved: &Resolved, env: &Environment, hypervisor: Option<String>) -> Result<Box<dyn Runtime>, Error> {

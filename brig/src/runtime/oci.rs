@@ -421,11 +421,7 @@ impl Runtime for OciCli {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    fn testdata(name: &str) -> String {
-        std::fs::read_to_string(Path::new(env!("CARGO_MANIFEST_DIR")).join("src/runtime/testdata").join(name))
-            .unwrap_or_else(|e| panic!("{name}: {e}"))
-    }
+    use crate::runtime::testdata;
 
     #[test]
     fn nerdctl_ps_json_lines() {
