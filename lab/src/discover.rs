@@ -74,9 +74,12 @@ pub fn load(path: &Path) -> Result<Scenario> {
 /// values, so an unknown placeholder is reported before anything runs.
 pub fn check_placeholders(scenario: &Scenario) -> Result<()> {
     let mut base = Vars::new();
-    for name in ["t", "scratch", "state", "home", "profiles", "runtime"] {
+    for name in ["t", "scratch", "state", "home", "profiles", "runtime", "socket", "brig", "brigd"] {
         base.set(name, format!("x{name}"));
     }
+    // Known only once a daemon has started; a step that uses it before then
+    // fails with the unknown placeholder named.
+    base.set(crate::trial::BRIGD_PID, "1");
     let rows: Vec<Option<&str>> = match scenario.table() {
         Some(table) => table.rows.keys().map(|k| Some(k.as_str())).collect(),
         None => vec![None],
@@ -94,10 +97,35 @@ pub fn check_placeholders(scenario: &Scenario) -> Result<()> {
 }
 
 fn check_step(step: &crate::scenario::Step, vars: &Vars) -> Result<()> {
-    use crate::scenario::HostOp;
+    use crate::scenario::{BrigdStep, HostOp};
     match step.kind()? {
         StepKind::Brig(argv) | StepKind::Runtime(argv) => {
             vars.expand_all(argv)?;
+        }
+        StepKind::Brigd(BrigdStep::Run(argv)) => {
+            vars.expand_all(argv)?;
+        }
+        StepKind::Shell(line) => {
+            vars.expand(line)?;
+        }
+        StepKind::Brigd(BrigdStep::Start(start)) => {
+            if let Some(socket) = &start.socket {
+                vars.expand(socket)?;
+            }
+            if let Some(args) = &start.args {
+                vars.expand_all(args)?;
+            }
+        }
+        StepKind::Brigd(BrigdStep::Stop(_) | BrigdStep::Kill(_)) => {}
+        StepKind::Request(request) => {
+            vars.expand_all(&request.lines)?;
+            if let Some(socket) = &request.socket {
+                vars.expand(socket)?;
+            }
+            vars.expand_all(&request.expect.identical)?;
+            for json in request.expect.responses.iter().flatten() {
+                check_json(json, vars)?;
+            }
         }
         StepKind::Guest(guest) => {
             guest_call(guest, vars)?;
@@ -144,15 +172,25 @@ fn check_step(step: &crate::scenario::Step, vars: &Vars) -> Result<()> {
             for s in text.contains.iter().chain(&text.not_contains) {
                 vars.expand(s)?;
             }
-            if let Some(re) = &text.regex {
+            for re in text.regex.iter().chain(text.count.as_ref().map(|c| &c.pattern)) {
                 let pattern = vars.expand_regex(re)?;
                 regex::Regex::new(&pattern).with_context(|| format!("regex {re:?}"))?;
             }
         }
         for j in &expect.json {
-            vars.expand(&j.pointer)?;
-            vars.expand_json(&j.equals)?;
+            check_json(j, vars)?;
         }
+    }
+    Ok(())
+}
+
+fn check_json(json: &crate::scenario::JsonExpect, vars: &Vars) -> Result<()> {
+    vars.expand(&json.pointer)?;
+    if let Some(equals) = &json.equals {
+        vars.expand_json(equals)?;
+    }
+    if let Some(contains) = &json.contains {
+        vars.expand(contains)?;
     }
     Ok(())
 }

@@ -4,8 +4,9 @@
 //! `scenario` defines the file format, `discover` turns files into named
 //! trials, `trial` runs one of them in its own scratch directory, `runtime`
 //! detects what the host offers and checks for leaks, and `runner` ties it
-//! to libtest-mimic.
+//! to libtest-mimic; `brigd` starts the trial's daemon and talks to it.
 
+pub mod brigd;
 pub mod discover;
 pub mod placeholder;
 pub mod process;

@@ -31,6 +31,7 @@ pub fn default_profiles_dir() -> PathBuf {
 #[derive(Debug, Clone)]
 pub struct Settings {
     pub brig: PathBuf,
+    pub brigd: PathBuf,
     pub scenarios: PathBuf,
     pub profiles: PathBuf,
     pub runtimes: Vec<RuntimeName>,
@@ -57,8 +58,12 @@ impl Settings {
                 bail!("LAB_REQUIRE: {name:?} is neither a runtime (nerdctl, podman) nor a capability");
             }
         }
+        let brig = var("LAB_BRIG").map(PathBuf::from).unwrap_or_else(default_brig);
+        // brigd is built beside brig, so it is found beside it too.
+        let brigd = var("LAB_BRIGD").map(PathBuf::from).unwrap_or_else(|| brig.with_file_name("brigd"));
         Ok(Settings {
-            brig: var("LAB_BRIG").map(PathBuf::from).unwrap_or_else(default_brig),
+            brig,
+            brigd,
             scenarios: var("LAB_SCENARIOS").map(PathBuf::from).unwrap_or_else(default_scenarios_dir),
             profiles: var("LAB_PROFILES").map(PathBuf::from).unwrap_or_else(default_profiles_dir),
             runtimes,
@@ -86,6 +91,21 @@ fn default_brig() -> PathBuf {
     crate_dir().join("..").join("target").join("debug").join("brig")
 }
 
+/// `lab-client` beside the running binary (or one directory up, where
+/// cargo puts binaries when the running one is a test in `deps/`).
+pub fn default_client() -> PathBuf {
+    if let Ok(exe) = std::env::current_exe()
+        && let Some(dir) = exe.parent()
+    {
+        for candidate in [dir.join("lab-client"), dir.join("..").join("lab-client")] {
+            if candidate.is_file() {
+                return candidate;
+            }
+        }
+    }
+    crate_dir().join("..").join("target").join("debug").join("lab-client")
+}
+
 /// One trial as libtest sees it, with why it is ignored, if it is.
 struct Planned {
     trial: Trial,
@@ -107,6 +127,8 @@ pub fn main() -> ExitCode {
     let host = Host::detect(&settings.runtimes);
     let lab = Arc::new(Lab {
         brig: absolute(&settings.brig),
+        brigd: absolute(&settings.brigd),
+        client: absolute(&default_client()),
         profiles_dir: absolute(&settings.profiles),
         host,
         require: settings.require.clone(),

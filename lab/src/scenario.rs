@@ -121,12 +121,16 @@ impl fmt::Display for RuntimeName {
     }
 }
 
-/// One step. Exactly one of `brig`, `runtime`, `guest`, `host`, `table` or
-/// `sleep-ms` says what the step does; the other fields qualify it.
+/// One step. Exactly one of `brig`, `brigd`, `request`, `shell`, `runtime`,
+/// `guest`, `host`, `table` or `sleep-ms` says what the step does; the other
+/// fields qualify it.
 #[derive(Debug, Clone, Default, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields, rename_all = "kebab-case")]
 #[schemars(extend("oneOf" = [
     {"required": ["brig"]},
+    {"required": ["brigd"]},
+    {"required": ["request"]},
+    {"required": ["shell"]},
     {"required": ["runtime"]},
     {"required": ["guest"]},
     {"required": ["host"]},
@@ -137,6 +141,17 @@ pub struct Step {
     /// Run the brig binary with these arguments, in the trial's environment.
     #[serde(default)]
     pub brig: Option<Vec<String>>,
+    /// Start, stop or kill the trial's brigd, or run one in the foreground.
+    #[serde(default)]
+    pub brigd: Option<BrigdStep>,
+    /// Send raw lines to brigd's socket as a client would, and match the
+    /// response lines.
+    #[serde(default)]
+    pub request: Option<RequestStep>,
+    /// Run a command line with `sh -c` in the trial's environment, for the
+    /// pipelines a user would type (`echo … | socat …`).
+    #[serde(default)]
+    pub shell: Option<String>,
     /// Run the trial's runtime binary directly with these arguments (behind
     /// brig's back).
     #[serde(default)]
@@ -154,7 +169,8 @@ pub struct Step {
     /// Wait this many milliseconds. Prefer a step that waits for a condition.
     #[serde(default)]
     pub sleep_ms: Option<u64>,
-    /// Extra environment for a `brig` step; keys and values take placeholders.
+    /// Extra environment for a `brig`, `shell` or `brigd` (`start`, `run`)
+    /// step; keys and values take placeholders.
     #[serde(default)]
     pub env: BTreeMap<String, String>,
     /// Bytes fed to the command's standard input (default: none, at EOF).
@@ -243,6 +259,101 @@ pub struct ContainsOp {
     pub text: String,
 }
 
+/// What a `brigd` step does to the trial's daemon.
+///
+/// A trial has at most one daemon running at a time; whatever runs when the
+/// trial ends is killed with its process group, pass or fail.
+#[derive(Debug, Clone, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields, rename_all = "kebab-case")]
+pub enum BrigdStep {
+    /// Start brigd in the background and wait until its socket accepts a
+    /// connection. Its stdout and stderr go to `{scratch}/brigd-<n>.stdout`
+    /// and `.stderr`, `<n>` counting the starts of the trial.
+    Start(BrigdStart),
+    /// Send SIGTERM and wait for the exit. `expect` applies to the exit and
+    /// the daemon's whole output (default: exit 0); the socket file must be
+    /// gone afterwards.
+    Stop(Nothing),
+    /// Send SIGKILL and reap the daemon, as `kill -9` would.
+    Kill(Nothing),
+    /// Run brigd in the foreground with these arguments, like a `brig` step
+    /// (for the refusals: path too long, path already served).
+    Run(Vec<String>),
+}
+
+/// How to start the trial's daemon.
+#[derive(Debug, Clone, Default, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields, rename_all = "kebab-case")]
+pub struct BrigdStart {
+    /// The socket to serve and to wait on. Default `{socket}`, a short path
+    /// of the trial's own (`/tmp/brig-lab-<token>-sock/d.sock`).
+    #[serde(default)]
+    pub socket: Option<String>,
+    /// brigd's arguments. Default `[--socket, <socket>]`; `[]` lets brigd
+    /// choose its path, and `socket` must then say where it will be.
+    #[serde(default)]
+    pub args: Option<Vec<String>>,
+    /// Run brigd as this uid (and gid) through `setpriv`; the trial's socket
+    /// directory is handed to that uid first. Needs `second-uid`.
+    #[serde(default)]
+    pub as_uid: Option<u32>,
+}
+
+/// An empty mapping, `{}`.
+#[derive(Debug, Clone, Default, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct Nothing {}
+
+/// Raw lines sent on one connection to brigd's socket, and what must come
+/// back. Each line is written followed by a newline, all of them at once
+/// (a client that pipelines), while the responses are read.
+#[derive(Debug, Clone, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields, rename_all = "kebab-case")]
+pub struct RequestStep {
+    /// The lines to send, as written (placeholders expanded).
+    #[serde(default)]
+    pub lines: Vec<String>,
+    /// After `lines`, one more: a `version` request whose `id` is padded
+    /// with `x` so that the line is this many bytes, newline included
+    /// (at least 25).
+    #[serde(default)]
+    pub padded_bytes: Option<usize>,
+    /// Write the bytes 8 at a time, this many milliseconds apart, as a slow
+    /// client would.
+    #[serde(default)]
+    pub trickle_ms: Option<u64>,
+    /// Connect as this uid (and gid) through `setpriv` and the runner's
+    /// `lab-client`, so the daemon sees another peer. Needs `second-uid`.
+    #[serde(default)]
+    pub as_uid: Option<u32>,
+    /// Open this many connections that send the same bytes at the same
+    /// moment; every one must meet `expect`.
+    #[serde(default)]
+    pub concurrent: Option<usize>,
+    /// The socket to connect to. Default: the trial daemon's socket.
+    #[serde(default)]
+    pub socket: Option<String>,
+    pub expect: RequestExpect,
+}
+
+/// What a `request` must get back, on every connection.
+#[derive(Debug, Clone, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields, rename_all = "kebab-case")]
+pub struct RequestExpect {
+    /// One entry per response line to read, in order: the JSON pointers that
+    /// line must meet (`[]` only requires a JSON line). Exactly this many
+    /// lines are read.
+    pub responses: Vec<Vec<JsonExpect>>,
+    /// `true`: brigd then closes the connection, sending nothing more.
+    /// `false`: the connection then stays open, with nothing more sent.
+    #[serde(default)]
+    pub closed: Option<bool>,
+    /// Pointers whose values must be the same in every connection's
+    /// response of the same position (with `concurrent`).
+    #[serde(default)]
+    pub identical: Vec<String>,
+}
+
 /// Rows expanded into sub-trials `…::<row>`. The steps before the table run
 /// in every row, then the table's steps with `{row.<name>}` set from the row,
 /// then the steps after it.
@@ -254,7 +365,8 @@ pub struct Table {
     pub steps: Vec<Step>,
 }
 
-/// What a `brig`, `runtime` or `guest` command must do.
+/// What a command step (`brig`, `shell`, `runtime`, `guest`, `brigd` run or
+/// stop) must do.
 #[derive(Debug, Clone, Default, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields, rename_all = "kebab-case")]
 pub struct Expect {
@@ -297,14 +409,52 @@ pub struct TextExpect {
     /// substituted for placeholders are matched literally.
     #[serde(default)]
     pub regex: Option<String>,
+    /// How many lines match a regular expression.
+    #[serde(default)]
+    pub count: Option<CountExpect>,
 }
 
 #[derive(Debug, Clone, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields, rename_all = "kebab-case")]
+pub struct CountExpect {
+    /// A regular expression, matched against each line (placeholder values
+    /// literally).
+    pub pattern: String,
+    /// The number of lines it must match.
+    pub equals: usize,
+}
+
+/// One JSON pointer and what must be there: exactly one of `equals`,
+/// `contains` and `absent`.
+#[derive(Debug, Clone, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields, rename_all = "kebab-case")]
 pub struct JsonExpect {
     pub pointer: String,
-    /// The value found there must equal this; strings take placeholders.
-    pub equals: serde_json::Value,
+    /// The value found there must equal this (`null` included); strings
+    /// take placeholders.
+    #[serde(default, deserialize_with = "present")]
+    #[schemars(with = "serde_json::Value")]
+    pub equals: Option<serde_json::Value>,
+    /// The value found there must be a string containing this.
+    #[serde(default)]
+    pub contains: Option<String>,
+    /// `true`: nothing may be there (the member is left out).
+    #[serde(default)]
+    pub absent: bool,
+}
+
+impl JsonExpect {
+    fn check(&self) -> Result<()> {
+        let given =
+            usize::from(self.equals.is_some()) + usize::from(self.contains.is_some()) + usize::from(self.absent);
+        ensure!(given == 1, "json pointer {} takes exactly one of equals, contains, absent: true", self.pointer);
+        Ok(())
+    }
+}
+
+/// A field that is present is `Some`, even when it is `null`.
+fn present<'de, D: serde::Deserializer<'de>>(d: D) -> Result<Option<serde_json::Value>, D::Error> {
+    serde_json::Value::deserialize(d).map(Some)
 }
 
 #[derive(Debug, Clone, Deserialize, JsonSchema)]
@@ -317,6 +467,9 @@ pub struct DurationExpect {
 #[derive(Debug, Clone, Copy)]
 pub enum StepKind<'a> {
     Brig(&'a [String]),
+    Brigd(&'a BrigdStep),
+    Request(&'a RequestStep),
+    Shell(&'a str),
     Runtime(&'a [String]),
     Guest(&'a GuestStep),
     Host(&'a HostOp),
@@ -330,6 +483,15 @@ impl Step {
         let mut kinds = Vec::new();
         if let Some(argv) = &self.brig {
             kinds.push(("brig", StepKind::Brig(argv)));
+        }
+        if let Some(brigd) = &self.brigd {
+            kinds.push(("brigd", StepKind::Brigd(brigd)));
+        }
+        if let Some(request) = &self.request {
+            kinds.push(("request", StepKind::Request(request)));
+        }
+        if let Some(line) = &self.shell {
+            kinds.push(("shell", StepKind::Shell(line)));
         }
         if let Some(argv) = &self.runtime {
             kinds.push(("runtime", StepKind::Runtime(argv)));
@@ -347,7 +509,7 @@ impl Step {
             kinds.push(("sleep-ms", StepKind::Sleep(ms)));
         }
         match kinds.len() {
-            0 => bail!("a step needs one of brig, runtime, guest, host, table, sleep-ms"),
+            0 => bail!("a step needs one of brig, brigd, request, shell, runtime, guest, host, table, sleep-ms"),
             1 => Ok(kinds[0].1),
             _ => {
                 let names: Vec<_> = kinds.iter().map(|(name, _)| *name).collect();
@@ -360,17 +522,42 @@ impl Step {
     /// misplaced `expect` cannot silently assert nothing.
     fn check(&self, in_table: bool) -> Result<()> {
         let kind = self.kind()?;
-        let runs_command = matches!(kind, StepKind::Brig(_) | StepKind::Runtime(_) | StepKind::Guest(_));
-        if !runs_command {
-            ensure!(self.expect.is_none(), "only brig, runtime and guest steps take expect");
-            ensure!(self.stdin.is_none(), "only brig, runtime and guest steps take stdin");
-            ensure!(self.timeout_s.is_none(), "only brig, runtime and guest steps take timeout-s");
+        let runs_command = matches!(
+            kind,
+            StepKind::Brig(_)
+                | StepKind::Shell(_)
+                | StepKind::Runtime(_)
+                | StepKind::Guest(_)
+                | StepKind::Brigd(BrigdStep::Run(_))
+        );
+        let takes_expect = runs_command || matches!(kind, StepKind::Brigd(BrigdStep::Stop(_)));
+        let takes_timeout = runs_command || matches!(kind, StepKind::Brigd(_) | StepKind::Request(_));
+        let takes_env = matches!(
+            kind,
+            StepKind::Brig(_) | StepKind::Shell(_) | StepKind::Brigd(BrigdStep::Start(_) | BrigdStep::Run(_))
+        );
+        ensure!(
+            self.expect.is_none() || takes_expect,
+            "only brig, shell, runtime, guest and brigd run/stop steps take expect (a request has its own)"
+        );
+        ensure!(
+            self.stdin.is_none() || runs_command,
+            "only brig, shell, runtime, guest and brigd run steps take stdin"
+        );
+        ensure!(self.timeout_s.is_none() || takes_timeout, "only command, brigd and request steps take timeout-s");
+        ensure!(self.env.is_empty() || takes_env, "only brig, shell and brigd start/run steps take env");
+        if let Some(expect) = &self.expect {
+            for json in &expect.json {
+                json.check()?;
+            }
         }
-        ensure!(self.env.is_empty() || matches!(kind, StepKind::Brig(_)), "only brig steps take env");
         match kind {
             StepKind::Brig(argv) | StepKind::Runtime(argv) => {
                 ensure!(!argv.is_empty() || matches!(kind, StepKind::Brig(_)), "runtime needs arguments");
             }
+            StepKind::Shell(line) => ensure!(!line.trim().is_empty(), "shell needs a command line"),
+            StepKind::Brigd(_) => {}
+            StepKind::Request(request) => request.check()?,
             StepKind::Guest(guest) => {
                 ensure!(
                     guest.reference.is_some() != guest.sandbox.is_some(),
@@ -389,6 +576,35 @@ impl Step {
                 }
             }
             StepKind::Host(_) | StepKind::Sleep(_) => {}
+        }
+        Ok(())
+    }
+}
+
+/// The shortest line `padded-bytes` can make: `{"op":"version","id":""}` and
+/// its newline.
+pub const PADDED_MIN: usize = 25;
+
+impl RequestStep {
+    fn check(&self) -> Result<()> {
+        ensure!(
+            !self.lines.is_empty() || self.padded_bytes.is_some() || self.expect.responses.is_empty(),
+            "a request that sends nothing can expect no responses"
+        );
+        if let Some(n) = self.padded_bytes {
+            ensure!(n >= PADDED_MIN, "padded-bytes must be at least {PADDED_MIN}, the smallest padded request");
+        }
+        if let Some(n) = self.concurrent {
+            ensure!((1..=64).contains(&n), "concurrent must be between 1 and 64");
+        }
+        ensure!(
+            self.expect.identical.is_empty() || self.concurrent.is_some_and(|n| n > 1),
+            "identical compares connections, so it needs concurrent of 2 or more"
+        );
+        for (i, response) in self.expect.responses.iter().enumerate() {
+            for json in response {
+                json.check().with_context(|| format!("response {}", i + 1))?;
+            }
         }
         Ok(())
     }

@@ -67,7 +67,7 @@ fn a_step_does_exactly_one_thing() {
 #[test]
 fn expect_on_a_host_step_is_refused() {
     let err = parse_err("about: x\nsteps:\n  - {host: {mkdir: \"{scratch}/a\"}, expect: {exit: 1}}\n");
-    assert!(err.contains("only brig, runtime and guest steps take expect"), "{err}");
+    assert!(err.contains("only brig, shell, runtime, guest and brigd run/stop steps take expect"), "{err}");
 }
 
 #[test]
@@ -224,7 +224,15 @@ fn lab_without_runtimes(brig: PathBuf) -> Lab {
     for rt in RuntimeName::ALL {
         host.runtimes.insert(rt, RuntimeStatus::Missing("not probed by unit tests".into()));
     }
-    Lab { brig, profiles_dir: runner::default_profiles_dir(), host, require: Vec::new() }
+    let brigd = brig.with_file_name("brigd");
+    Lab {
+        brig,
+        brigd,
+        client: runner::default_client(),
+        profiles_dir: runner::default_profiles_dir(),
+        host,
+        require: Vec::new(),
+    }
 }
 
 fn run_text(lab: &Lab, text: &str) -> Result<(), String> {

@@ -1,18 +1,23 @@
 //! One trial: a scenario (and table row) run against one runtime, in a
 //! scratch directory of its own, followed by the leak check.
 
+use std::cell::{Cell, RefCell};
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::sync::{Arc, RwLock};
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use anyhow::{Context, Result, anyhow, bail, ensure};
 
+use crate::brigd::{self, After, Daemon, Exchange, Received};
 use crate::placeholder::Vars;
 use crate::process::{self, Output};
 use crate::runtime::{self, Host, RuntimeStatus};
-use crate::scenario::{ExitExpect, Expect, GuestStep, HostOp, Need, RuntimeName, Scenario, Step, StepKind, TextExpect};
+use crate::scenario::{
+    BrigdStart, BrigdStep, ExitExpect, Expect, GuestStep, HostOp, JsonExpect, Need, PADDED_MIN, RequestStep,
+    RuntimeName, Scenario, Step, StepKind, TextExpect,
+};
 use crate::token;
 
 /// A command step's deadline unless the step sets `timeout-s`.
@@ -27,6 +32,10 @@ static SERIAL: RwLock<()> = RwLock::new(());
 pub struct Lab {
     /// The brig binary under test.
     pub brig: PathBuf,
+    /// The brigd binary under test.
+    pub brigd: PathBuf,
+    /// The runner's `lab-client`, for connecting to brigd as another uid.
+    pub client: PathBuf,
     /// `lab/profiles/`.
     pub profiles_dir: PathBuf,
     pub host: Host,
@@ -104,6 +113,9 @@ impl Lab {
             return Err(format!("{err:#}"));
         }
         let outcome = trial.run_steps();
+        // The daemon goes before the leak check, so it cannot boot anything
+        // after the check has looked.
+        trial.end_daemon();
         let cleanup = trial.clean_up();
         let verdict = match (outcome, cleanup) {
             (Ok(()), Ok(())) => Ok(()),
@@ -135,6 +147,22 @@ struct Trial<'a> {
     vars: Vars,
     env: BTreeMap<String, String>,
     runtime_bin: Option<PathBuf>,
+    /// A short directory for the default brigd socket: the scratch directory
+    /// may sit under a long `TMPDIR`, and a socket path must fit 107 bytes.
+    socket_dir: PathBuf,
+    daemon: RefCell<Option<Daemon>>,
+    /// The pid of the last daemon started, for `{brigd-pid}`.
+    daemon_pid: Cell<Option<u32>>,
+    daemon_starts: Cell<u32>,
+}
+
+/// The placeholder for the pid of the trial's last started brigd.
+pub const BRIGD_PID: &str = "brigd-pid";
+
+impl Drop for Trial<'_> {
+    fn drop(&mut self) {
+        self.end_daemon();
+    }
 }
 
 impl<'a> Trial<'a> {
@@ -150,6 +178,12 @@ impl<'a> Trial<'a> {
             std::fs::create_dir_all(dir).with_context(|| format!("creating {}", dir.display()))?;
         }
         set_mode(&run_dir, 0o700)?;
+        // 0755 rather than brigd's own 0700, so that another uid can reach
+        // the socket when a scenario opens its mode: the peer check must hold
+        // without the socket's mode.
+        let socket_dir = PathBuf::from("/tmp").join(format!("brig-lab-{token}-sock"));
+        std::fs::create_dir_all(&socket_dir).with_context(|| format!("creating {}", socket_dir.display()))?;
+        set_mode(&socket_dir, 0o755)?;
 
         let mut vars = Vars::new();
         vars.set("t", token.clone());
@@ -158,6 +192,9 @@ impl<'a> Trial<'a> {
         vars.set("home", path_str(&home)?);
         vars.set("profiles", path_str(&profiles)?);
         vars.set("runtime", spec.runtime.as_str());
+        vars.set("socket", path_str(&socket_dir.join("d.sock"))?);
+        vars.set("brig", path_str(&lab.brig)?);
+        vars.set("brigd", path_str(&lab.brigd)?);
 
         for name in spec.scenario.profile_names() {
             let source = find_profile(&lab.profiles_dir, name)?;
@@ -196,14 +233,28 @@ impl<'a> Trial<'a> {
             vars,
             env,
             runtime_bin: lab.host.runtimes.get(&spec.runtime).and_then(|s| s.bin().map(Path::to_path_buf)),
+            socket_dir,
+            daemon: RefCell::new(None),
+            daemon_pid: Cell::new(None),
+            daemon_starts: Cell::new(0),
         })
+    }
+
+    /// Kills a daemon still running (with its process group) and removes
+    /// the socket directory; its logs stay in scratch.
+    fn end_daemon(&self) {
+        drop(self.daemon.borrow_mut().take());
+        let _ = std::fs::remove_dir_all(&self.socket_dir);
     }
 
     fn run_steps(&self) -> Result<(), String> {
         let steps = self.spec.scenario.flatten(self.spec.row.as_deref());
         let total = steps.len();
         for (i, (step, row)) in steps.into_iter().enumerate() {
-            let vars = self.vars.with_row(row).map_err(|e| format!("step {}/{total}: {e:#}", i + 1))?;
+            let mut vars = self.vars.with_row(row).map_err(|e| format!("step {}/{total}: {e:#}", i + 1))?;
+            if let Some(pid) = self.daemon_pid.get() {
+                vars.set(BRIGD_PID, pid.to_string());
+            }
             if let Err(err) = self.run_step(step, &vars) {
                 return Err(format!("step {}/{total} failed: {err:#}", i + 1));
             }
@@ -217,13 +268,26 @@ impl<'a> Trial<'a> {
         let (cmd, shown) = match step.kind()? {
             StepKind::Brig(argv) => {
                 let argv = vars.expand_all(argv)?;
-                let mut cmd = Command::new(&self.lab.brig);
-                cmd.args(&argv).env_clear().envs(&self.env).current_dir(&self.scratch);
-                for (name, value) in &step.env {
-                    cmd.env(vars.expand(name)?, vars.expand(value)?);
-                }
+                let mut cmd = self.command(&self.lab.brig, step, vars)?;
+                cmd.args(&argv);
                 (cmd, format!("brig {}", shell_words(&argv)))
             }
+            StepKind::Shell(line) => {
+                let line = vars.expand(line)?;
+                let mut cmd = self.command(Path::new("sh"), step, vars)?;
+                cmd.arg("-c").arg(&line);
+                (cmd, format!("sh -c {}", shell_words(std::slice::from_ref(&line))))
+            }
+            StepKind::Brigd(BrigdStep::Run(argv)) => {
+                let argv = vars.expand_all(argv)?;
+                let mut cmd = self.command(&self.lab.brigd, step, vars)?;
+                cmd.args(&argv);
+                (cmd, format!("brigd {}", shell_words(&argv)))
+            }
+            StepKind::Brigd(BrigdStep::Start(start)) => return self.start_daemon(start, step, vars),
+            StepKind::Brigd(BrigdStep::Stop(_)) => return self.stop_daemon(step, vars, timeout),
+            StepKind::Brigd(BrigdStep::Kill(_)) => return self.kill_daemon(timeout),
+            StepKind::Request(request) => return self.request(request, vars, timeout),
             StepKind::Runtime(argv) => {
                 let argv = vars.expand_all(argv)?;
                 let bin = self.runtime_bin()?;
@@ -256,6 +320,123 @@ impl<'a> Trial<'a> {
             return Ok(());
         }
         Err(anyhow!("{shown}\n  {}\n{}", problems.join("\n  "), process::render_streams(&out.stdout, &out.stderr)))
+    }
+
+    /// A command in the trial's environment, with the step's own `env`.
+    fn command(&self, bin: &Path, step: &Step, vars: &Vars) -> Result<Command> {
+        let mut cmd = Command::new(bin);
+        cmd.env_clear().envs(&self.env).current_dir(&self.scratch);
+        for (name, value) in &step.env {
+            cmd.env(vars.expand(name)?, vars.expand(value)?);
+        }
+        Ok(cmd)
+    }
+
+    fn start_daemon(&self, start: &BrigdStart, step: &Step, vars: &Vars) -> Result<()> {
+        if let Some(daemon) = self.daemon.borrow_mut().as_mut()
+            && daemon.running()
+        {
+            bail!("brigd pid {} is still running in this trial; stop or kill it first", daemon.pid);
+        }
+        let socket = match &start.socket {
+            Some(socket) => PathBuf::from(vars.expand(socket)?),
+            None => self.socket_dir.join("d.sock"),
+        };
+        let args = match &start.args {
+            Some(args) => vars.expand_all(args)?,
+            None => vec!["--socket".to_owned(), path_str(&socket)?],
+        };
+        let mut cmd = match start.as_uid {
+            None => self.command(&self.lab.brigd, step, vars)?,
+            Some(uid) => {
+                let owner = Some(rustix::fs::Uid::from_raw(uid));
+                let group = Some(rustix::fs::Gid::from_raw(uid));
+                rustix::fs::chown(&self.socket_dir, owner, group)
+                    .with_context(|| format!("handing {} to uid {uid}", self.socket_dir.display()))?;
+                let id = uid.to_string();
+                let mut cmd = self.command(Path::new("setpriv"), step, vars)?;
+                cmd.args(["--reuid", &id, "--regid", &id, "--clear-groups", "--"]).arg(&self.lab.brigd);
+                cmd
+            }
+        };
+        cmd.args(&args);
+        let n = self.daemon_starts.get() + 1;
+        self.daemon_starts.set(n);
+        let shown = format!("brigd {}", shell_words(&args));
+        let daemon = Daemon::start(cmd, socket, &self.scratch.join(format!("brigd-{n}.log")), &shown)?;
+        self.daemon_pid.set(Some(daemon.pid));
+        *self.daemon.borrow_mut() = Some(daemon);
+        Ok(())
+    }
+
+    fn stop_daemon(&self, step: &Step, vars: &Vars, timeout: Duration) -> Result<()> {
+        let mut slot = self.daemon.borrow_mut();
+        let daemon = slot.as_mut().context("brigd stop: no brigd was started in this trial")?;
+        let out = daemon.signal_and_wait(rustix::process::Signal::TERM, timeout)?;
+        let default = Expect::default();
+        let mut problems = check_expect(step.expect.as_ref().unwrap_or(&default), &out, vars)?;
+        if std::fs::symlink_metadata(&daemon.socket).is_ok() {
+            problems.push(format!("socket: {} is still there after brigd exited", daemon.socket.display()));
+        }
+        if problems.is_empty() {
+            return Ok(());
+        }
+        Err(anyhow!(
+            "brigd stop (SIGTERM to pid {})\n  {}\n{}",
+            daemon.pid,
+            problems.join("\n  "),
+            process::render_streams(&out.stdout, &out.stderr)
+        ))
+    }
+
+    fn kill_daemon(&self, timeout: Duration) -> Result<()> {
+        let mut slot = self.daemon.borrow_mut();
+        let daemon = slot.as_mut().context("brigd kill: no brigd was started in this trial")?;
+        daemon.signal_and_wait(rustix::process::Signal::KILL, timeout)?;
+        Ok(())
+    }
+
+    fn request(&self, request: &RequestStep, vars: &Vars, timeout: Duration) -> Result<()> {
+        let socket = match (&request.socket, self.daemon.borrow().as_ref()) {
+            (Some(socket), _) => PathBuf::from(vars.expand(socket)?),
+            (None, Some(daemon)) => daemon.socket.clone(),
+            (None, None) => self.socket_dir.join("d.sock"),
+        };
+        let mut bytes = Vec::new();
+        for line in &request.lines {
+            bytes.extend_from_slice(vars.expand(line)?.as_bytes());
+            bytes.push(b'\n');
+        }
+        if let Some(n) = request.padded_bytes {
+            bytes.extend_from_slice(padded_request(n).as_bytes());
+        }
+        let (pieces, pause) = match request.trickle_ms {
+            Some(ms) => (bytes.chunks(8).map(<[u8]>::to_vec).collect(), Duration::from_millis(ms)),
+            None => (vec![bytes], Duration::ZERO),
+        };
+        let exchange = Exchange {
+            socket: socket.clone(),
+            pieces,
+            pause,
+            as_uid: request.as_uid.map(|uid| (uid, self.lab.client.clone())),
+            responses: request.expect.responses.len(),
+            closed: request.expect.closed,
+            deadline: Instant::now() + timeout,
+        };
+        let connections = request.concurrent.unwrap_or(1);
+        let results = brigd::run(&exchange, connections);
+        let problems = check_request(request, &results, vars)?;
+        if problems.is_empty() {
+            return Ok(());
+        }
+        let mut shown = format!("request to {}", socket.display());
+        if let Some(uid) = request.as_uid {
+            shown.push_str(&format!(" as uid {uid}"));
+        }
+        if connections > 1 {
+            shown.push_str(&format!(" on {connections} connections"));
+        }
+        Err(anyhow!("{shown}\n  {}\n{}", problems.join("\n  "), render_received(&results)))
     }
 
     /// An exclusive trial may reach every `brig-` sandbox of its runtime;
@@ -304,6 +485,125 @@ pub fn guest_call(guest: &GuestStep, vars: &Vars) -> Result<(String, Vec<String>
         _ => bail!("guest takes exactly one of ref and sandbox"),
     };
     Ok((sandbox, vars.expand_all(&guest.cmd)?))
+}
+
+/// A `version` request padded to exactly `n` bytes, newline included.
+pub fn padded_request(n: usize) -> String {
+    let pad = "x".repeat(n.saturating_sub(PADDED_MIN));
+    format!("{{\"op\":\"version\",\"id\":\"{pad}\"}}\n")
+}
+
+/// Every way the connections' responses miss the request's expectations.
+pub fn check_request(request: &RequestStep, results: &[Result<Received>], vars: &Vars) -> Result<Vec<String>> {
+    let mut problems = Vec::new();
+    let many = results.len() > 1;
+    let mut docs: Vec<Vec<Option<serde_json::Value>>> = Vec::new();
+    for (c, result) in results.iter().enumerate() {
+        let at = |what: String| if many { format!("connection {}: {what}", c + 1) } else { what };
+        let received = match result {
+            Ok(received) => received,
+            Err(err) => {
+                problems.push(at(format!("{err:#}")));
+                docs.push(Vec::new());
+                continue;
+            }
+        };
+        if let Some(short) = &received.short {
+            problems.push(at(format!(
+                "expected {} response(s), got {}: {short}",
+                request.expect.responses.len(),
+                received.lines.len()
+            )));
+        }
+        let mut parsed = Vec::new();
+        for (r, line) in received.lines.iter().enumerate() {
+            match serde_json::from_str::<serde_json::Value>(line) {
+                Err(err) => {
+                    problems.push(at(format!("response {} is not JSON ({err}): {line:?}", r + 1)));
+                    parsed.push(None);
+                }
+                Ok(doc) => {
+                    let mut found = Vec::new();
+                    check_json(&doc, &request.expect.responses[r], vars, &mut found)?;
+                    problems.extend(found.into_iter().map(|p| at(format!("response {}: {p}", r + 1))));
+                    parsed.push(Some(doc));
+                }
+            }
+        }
+        match &received.after {
+            After::Unchecked | After::Open if request.expect.closed != Some(true) => {}
+            After::Closed if request.expect.closed == Some(true) => {}
+            After::Closed => problems.push(at("expected the connection to stay open, brigd closed it".to_owned())),
+            After::Extra(line) => problems.push(at(format!("expected nothing more, brigd sent {line:?}"))),
+            After::StillOpen(wait) => problems.push(at(format!(
+                "expected brigd to close the connection, it was still open {} ms later",
+                wait.as_millis()
+            ))),
+            After::Unchecked | After::Open => {}
+        }
+        docs.push(parsed);
+    }
+    for pointer in &request.expect.identical {
+        let pointer = vars.expand(pointer)?;
+        for r in 0..request.expect.responses.len() {
+            let values: Vec<(usize, Result<&serde_json::Value, String>)> = docs
+                .iter()
+                .enumerate()
+                .filter_map(|(c, d)| d.get(r).and_then(Option::as_ref).map(|doc| (c, select(doc, &pointer))))
+                .collect();
+            let Some((first_c, first)) = values.first() else { continue };
+            for (c, value) in &values[1..] {
+                if value != first {
+                    let show = |v: &Result<&serde_json::Value, String>| match v {
+                        Ok(v) => brief(v),
+                        Err(why) => why.clone(),
+                    };
+                    problems.push(format!(
+                        "identical {pointer}: response {} differs between connection {} ({}) and connection {} ({})",
+                        r + 1,
+                        first_c + 1,
+                        show(first),
+                        c + 1,
+                        show(value)
+                    ));
+                }
+            }
+        }
+    }
+    Ok(problems)
+}
+
+/// What the connections received, for a failure message.
+fn render_received(results: &[Result<Received>]) -> String {
+    let mut out = String::new();
+    let many = results.len() > 1;
+    for (c, result) in results.iter().enumerate() {
+        let Ok(received) = result else { continue };
+        if many {
+            out.push_str(&format!("--- connection {} received\n", c + 1));
+        } else {
+            out.push_str("--- received\n");
+        }
+        if received.lines.is_empty() {
+            out.push_str("(nothing)\n");
+        }
+        for line in &received.lines {
+            out.push_str(line);
+            out.push('\n');
+        }
+        if let Some(error) = &received.write_error {
+            out.push_str(&format!("(writing failed: {error})\n"));
+        }
+        if !received.client_stderr.trim().is_empty() {
+            out.push_str(&format!("--- lab-client stderr\n{}\n", received.client_stderr.trim_end()));
+        }
+        // Concurrent connections usually fail alike; one is enough to read.
+        if many && c >= 1 {
+            out.push_str(&format!("[… {} more connection(s)]\n", results.len() - c - 1));
+            break;
+        }
+    }
+    out
 }
 
 /// `agent@label` → `brig-agent-label`, `agent` → `brig-agent` (spec 01's
@@ -495,19 +795,7 @@ pub fn check_expect(expect: &Expect, out: &Output, vars: &Vars) -> Result<Vec<St
         let last = out.stdout.lines().rev().find(|l| !l.trim().is_empty()).unwrap_or("");
         match serde_json::from_str::<serde_json::Value>(last) {
             Err(err) => problems.push(format!("json: the last line of stdout is not JSON ({err}): {last:?}")),
-            Ok(doc) => {
-                for want in &expect.json {
-                    let pointer = vars.expand(&want.pointer)?;
-                    let equals = vars.expand_json(&want.equals)?;
-                    match select(&doc, &pointer) {
-                        Err(why) => problems.push(format!("json {pointer}: {why}")),
-                        Ok(found) if *found != equals => {
-                            problems.push(format!("json {pointer}: expected {equals}, found {found}"))
-                        }
-                        Ok(_) => {}
-                    }
-                }
-            }
+            Ok(doc) => check_json(&doc, &expect.json, vars, &mut problems)?,
         }
     }
     if let Some(bound) = &expect.duration {
@@ -517,6 +805,41 @@ pub fn check_expect(expect: &Expect, out: &Output, vars: &Vars) -> Result<Vec<St
         }
     }
     Ok(problems)
+}
+
+/// Every way `doc` misses the pointer expectations.
+fn check_json(doc: &serde_json::Value, wants: &[JsonExpect], vars: &Vars, problems: &mut Vec<String>) -> Result<()> {
+    for want in wants {
+        let pointer = vars.expand(&want.pointer)?;
+        let found = select(doc, &pointer);
+        if want.absent {
+            if let Ok(found) = found {
+                problems.push(format!("json {pointer}: expected nothing there, found {}", brief(found)));
+            }
+            continue;
+        }
+        let found = match found {
+            Ok(found) => found,
+            Err(why) => {
+                problems.push(format!("json {pointer}: {why}"));
+                continue;
+            }
+        };
+        if let Some(equals) = &want.equals {
+            let equals = vars.expand_json(equals)?;
+            if *found != equals {
+                problems.push(format!("json {pointer}: expected {equals}, found {}", brief(found)));
+            }
+        }
+        if let Some(needle) = &want.contains {
+            let needle = vars.expand(needle)?;
+            if !found.as_str().is_some_and(|s| s.contains(&needle)) {
+                problems
+                    .push(format!("json {pointer}: expected a string containing {needle:?}, found {}", brief(found)));
+            }
+        }
+    }
+    Ok(())
 }
 
 fn want_code(code: i32, out: &Output, problems: &mut Vec<String>) {
@@ -543,6 +866,14 @@ fn check_text(stream: &str, want: &TextExpect, have: &str, vars: &Vars, problems
         let re = regex::Regex::new(&pattern).with_context(|| format!("{stream} regex {pattern:?}"))?;
         if !re.is_match(have) {
             problems.push(format!("{stream}: expected to match /{pattern}/"));
+        }
+    }
+    if let Some(count) = &want.count {
+        let pattern = vars.expand_regex(&count.pattern)?;
+        let re = regex::Regex::new(&pattern).with_context(|| format!("{stream} count pattern {pattern:?}"))?;
+        let n = have.lines().filter(|line| re.is_match(line)).count();
+        if n != count.equals {
+            problems.push(format!("{stream}: expected {} line(s) matching /{pattern}/, found {n}", count.equals));
         }
     }
     Ok(())

@@ -15,11 +15,14 @@
 use std::collections::BTreeMap;
 use std::ffi::OsString;
 use std::fmt::Write as _;
+use std::io::{BufRead as _, BufReader, Write as _};
+use std::os::unix::net::UnixStream;
 use std::path::{Path, PathBuf};
-use std::process::{Command, Output, Stdio};
-use std::time::{Instant, SystemTime, UNIX_EPOCH};
+use std::process::{Child, Command, Output, Stdio};
+use std::sync::Barrier;
+use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
-use anyhow::{Context, Result, bail, ensure};
+use anyhow::{Context, Result, anyhow, bail, ensure};
 
 const USAGE: &str = "usage: cargo xtask bench [--reps N] [--runtime nerdctl|podman]... [--write]";
 const DEFAULT_REPS: usize = 10;
@@ -31,6 +34,13 @@ const PARK: &str = "trap 'exit 0' TERM INT; while :; do sleep 3600 & wait $!; do
 const LS_MANY: usize = 25;
 const RATIO_TARGET: f64 = 1.15;
 const STOP_RM_TARGET_MS: f64 = 1500.0;
+/// brigd's `status` against one raw listing.
+const DAEMON_TARGET: f64 = 1.2;
+/// How many clients ensure the same running sandbox at once.
+const CONCURRENT: usize = 16;
+/// The longest path a unix socket takes on Linux.
+const SOCKET_MAX: usize = 107;
+const STATUS: &str = r#"{"v":1,"op":"status"}"#;
 const DOC: &str = "docs/performance.md";
 const BEGIN: &str = "<!-- bench:begin -->";
 const END: &str = "<!-- bench:end -->";
@@ -237,6 +247,13 @@ fn raw_ls(rt: Rt) -> Vec<Call> {
     vec![call(rt, &["ps", "-a", "--format", rt.list_format()])]
 }
 
+/// The runtime calls brigd's `ensure` of a running sandbox makes, done by
+/// hand: as many listings as its debug log showed (one, which finds the
+/// sandbox running, so nothing boots and no readiness exec follows).
+fn raw_ensure_same(rt: Rt, listings: usize) -> Vec<Call> {
+    (0..listings).flat_map(|_| raw_ls(rt)).collect()
+}
+
 /// A brig sandbox of this run: its reference and the runtime name brig gives it.
 struct BrigBox {
     reference: String,
@@ -269,6 +286,23 @@ enum Lane {
     LsRawOne,
     LsBrigMany,
     LsRawMany,
+    StatusOne,
+    StatusRawOne,
+    StatusMany,
+    StatusRawMany,
+    /// The wall time of `CONCURRENT` ensures of one running sandbox at once.
+    EnsureConc,
+    /// The same calls as one such ensure, `CONCURRENT` times at once.
+    EnsureConcRaw,
+    /// The same calls as one such ensure, `CONCURRENT` times in a row.
+    EnsureSerialRaw,
+    /// Each request's own time within `EnsureConc`.
+    EnsureEach,
+    /// Each sequence's own time within `EnsureConcRaw`.
+    EnsureEachRaw,
+    /// One ensure of the running sandbox, alone.
+    EnsureOne,
+    EnsureOneRawSame,
 }
 
 /// The lanes of each lifecycle step, measured one after the other within a repetition.
@@ -302,12 +336,51 @@ struct LsFacts {
     brig_calls: usize,
 }
 
+/// What brigd's log showed for a set of timed requests: the runtime calls
+/// it ran, how many of them were listings, and how many boots it began.
+#[derive(Default)]
+struct Tally {
+    requests: usize,
+    calls: usize,
+    listings: usize,
+    boots: usize,
+}
+
+impl Tally {
+    fn add(&mut self, rt: Rt, log: &str, requests: usize) {
+        let listing = format!("{} ps ", rt.bin());
+        let calls: Vec<String> = log.lines().filter_map(runtime_call).collect();
+        self.requests += requests;
+        self.calls += calls.len();
+        self.listings += calls.iter().filter(|c| c.starts_with(&listing)).count();
+        self.boots += log.lines().filter(|l| l.contains(" INFO booting ")).count();
+    }
+
+    /// One listing per request and nothing else.
+    fn one_listing_each(&self) -> bool {
+        self.listings == self.requests && self.calls == self.listings
+    }
+}
+
+/// What the brigd rounds saw besides their timings.
+#[derive(Default)]
+struct DaemonFacts {
+    /// Per `status` round: sessions in the inventory, containers the
+    /// runtime listed, and the log's tally over the timed requests.
+    status: Vec<(usize, usize, Tally)>,
+    ensure: Tally,
+    /// How many listings one ensure of a running sandbox made, untimed.
+    ensure_listings: usize,
+    calls: Vec<(String, Vec<String>)>,
+}
+
 /// The results for one runtime.
 struct Section {
     present: Present,
     samples: BTreeMap<Lane, Vec<f64>>,
     brig_calls: Vec<(String, Vec<String>)>,
     ls: Vec<LsFacts>,
+    daemon: DaemonFacts,
 }
 
 struct Bench<'a> {
@@ -317,6 +390,7 @@ struct Bench<'a> {
     samples: BTreeMap<Lane, Vec<f64>>,
     brig_calls: Vec<(String, Vec<String>)>,
     ls: Vec<LsFacts>,
+    daemon: DaemonFacts,
 }
 
 impl<'a> Bench<'a> {
@@ -329,6 +403,7 @@ impl<'a> Bench<'a> {
             samples: BTreeMap::new(),
             brig_calls: Vec::new(),
             ls: Vec::new(),
+            daemon: DaemonFacts::default(),
         };
         eprintln!("==> {}: token {}, scratch {}", rt.bin(), bench.scratch.token, bench.scratch.dir.display());
         // The warm-up repetition is untimed: it fills caches on both sides and
@@ -339,10 +414,15 @@ impl<'a> Bench<'a> {
             bench.lifecycle(&bench.rep(i, false))?;
         }
         bench.ls_rounds(reps)?;
-        // brigd: measurements through the daemon go here, as further lanes
-        // beside the brig and raw ones, once brigd serves these operations.
+        bench.daemon_rounds(reps)?;
         bench.scratch.clean()?;
-        Ok(Section { present, samples: bench.samples, brig_calls: bench.brig_calls, ls: bench.ls })
+        Ok(Section {
+            present,
+            samples: bench.samples,
+            brig_calls: bench.brig_calls,
+            ls: bench.ls,
+            daemon: bench.daemon,
+        })
     }
 
     fn rep(&self, index: usize, warmup: bool) -> Rep {
@@ -396,6 +476,7 @@ impl<'a> Bench<'a> {
             Lane::RmRaw => self.timed(&raw_rm(rt, &rep.raw)),
             Lane::LsBrigOne | Lane::LsBrigMany => self.brig_timed(&["ls"]),
             Lane::LsRawOne | Lane::LsRawMany => self.timed(&raw_ls(rt)),
+            other => bail!("{other:?} is measured by the brigd rounds"),
         }
     }
 
@@ -439,6 +520,142 @@ impl<'a> Bench<'a> {
         for b in &boxes {
             self.brig_timed(&["rm", "-q", &b.reference])?;
         }
+        Ok(())
+    }
+
+    /// brigd from the release build, on a socket in the scratch directory:
+    /// `status` with one and with `LS_MANY` sessions in its inventory, then
+    /// `CONCURRENT` clients ensuring one running sandbox at once; each beside
+    /// the raw runtime calls it makes, interleaved as in the lifecycle.
+    fn daemon_rounds(&mut self, reps: usize) -> Result<()> {
+        let rt = self.rt;
+        let mut daemon = Daemon::start(&self.brig.with_file_name("brigd"), &self.scratch)?;
+        let boxes: Vec<BrigBox> = (0..LS_MANY).map(|k| BrigBox::new(&self.scratch.token, &format!("d{k}"))).collect();
+        let rounds = [(1, Lane::StatusOne, Lane::StatusRawOne), (LS_MANY, Lane::StatusMany, Lane::StatusRawMany)];
+        let mut started = 0;
+        for (count, daemon_lane, raw_lane) in rounds {
+            eprintln!("==> {}: brigd status with {count} session{}", rt.bin(), plural(count));
+            for b in &boxes[started..count] {
+                request(&daemon.socket, &ensure_line(b))?;
+            }
+            started = count;
+            // Untimed: brigd's calls for the report, and a warm-up of both sides.
+            let mark = daemon.mark()?;
+            status_timed(&daemon.socket, count)?;
+            let op = format!("status ({count} session{})", plural(count));
+            self.daemon_traced(&daemon, mark, op, None)?;
+            self.timed(&raw_ls(rt))?;
+            let mark = daemon.mark()?;
+            for i in 0..reps {
+                for lane in rotated(&[daemon_lane, raw_lane], i) {
+                    let ms = if lane == daemon_lane {
+                        status_timed(&daemon.socket, count)?
+                    } else {
+                        self.timed(&raw_ls(rt))?
+                    };
+                    self.samples.entry(lane).or_default().push(ms);
+                }
+            }
+            let mut tally = Tally::default();
+            tally.add(rt, &daemon.since(mark)?, reps);
+            let names = self.output(&call(rt, &["ps", "-a", "--format", "{{.Names}}"]))?;
+            let containers = String::from_utf8_lossy(&names.stdout).lines().filter(|l| !l.is_empty()).count();
+            self.daemon.status.push((count, containers, tally));
+        }
+        self.ensure_rounds(&daemon, &boxes[0], reps)?;
+        eprintln!("==> {}: stopping brigd with SIGTERM", rt.bin());
+        daemon.stop()?;
+        eprintln!("==> {}: removing brigd's sandboxes", rt.bin());
+        for b in &boxes {
+            self.brig_timed(&["rm", "-q", &b.reference])?;
+        }
+        Ok(())
+    }
+
+    /// `CONCURRENT` ensures of one running sandbox at once, against the same
+    /// runtime calls made by hand at once and in a row; then one ensure alone.
+    fn ensure_rounds(&mut self, daemon: &Daemon, b: &BrigBox, reps: usize) -> Result<()> {
+        let rt = self.rt;
+        let line = ensure_line(b);
+        let ensure_one = || -> Result<()> {
+            let v = request(&daemon.socket, &line)?;
+            ensure!(v["sessions"][0]["running"] == true, "brigd ensured {} but reports it not running", b.name);
+            Ok(())
+        };
+        // Untimed: brigd's calls for the report, and a warm-up of every lane.
+        let mark = daemon.mark()?;
+        ensure_one()?;
+        let mut warm = Tally::default();
+        warm.add(rt, &daemon.since(mark)?, 1);
+        ensure!(warm.boots == 0, "brigd booted {} again although it was running", b.name);
+        ensure!(warm.listings >= 1, "brigd's log shows no listing for an ensure; is BRIGD_LOG=brig=debug honoured?");
+        self.daemon.ensure_listings = warm.listings;
+        self.daemon_traced(daemon, mark, "ensure of a running sandbox".to_owned(), Some(b))?;
+        let same = raw_ensure_same(rt, warm.listings);
+        let raw_same = || self.timed(&same).map(drop);
+        concurrently(CONCURRENT, &ensure_one)?;
+        concurrently(CONCURRENT, &raw_same)?;
+
+        let (mut samples, mut tally) = (BTreeMap::<Lane, Vec<f64>>::new(), Tally::default());
+        let mut push = |lane: Lane, ms: f64| samples.entry(lane).or_default().push(ms);
+        for i in 0..reps {
+            eprintln!("==> {}: brigd ensure, {CONCURRENT} at once: repetition {}/{reps}", rt.bin(), i + 1);
+            for lane in rotated(&[Lane::EnsureConc, Lane::EnsureConcRaw, Lane::EnsureSerialRaw], i) {
+                match lane {
+                    Lane::EnsureConc => {
+                        let mark = daemon.mark()?;
+                        let (wall, each) = concurrently(CONCURRENT, &ensure_one)?;
+                        tally.add(rt, &daemon.since(mark)?, CONCURRENT);
+                        push(lane, wall);
+                        each.into_iter().for_each(|ms| push(Lane::EnsureEach, ms));
+                    }
+                    Lane::EnsureConcRaw => {
+                        let (wall, each) = concurrently(CONCURRENT, &raw_same)?;
+                        push(lane, wall);
+                        each.into_iter().for_each(|ms| push(Lane::EnsureEachRaw, ms));
+                    }
+                    _ => {
+                        let start = Instant::now();
+                        for _ in 0..CONCURRENT {
+                            raw_same()?;
+                        }
+                        push(lane, start.elapsed().as_secs_f64() * 1000.0);
+                    }
+                }
+            }
+            for lane in rotated(&[Lane::EnsureOne, Lane::EnsureOneRawSame], i) {
+                let ms = if lane == Lane::EnsureOne {
+                    let start = Instant::now();
+                    ensure_one()?;
+                    start.elapsed().as_secs_f64() * 1000.0
+                } else {
+                    self.timed(&same)?
+                };
+                push(lane, ms);
+            }
+        }
+        for (lane, v) in samples {
+            self.samples.entry(lane).or_default().extend(v);
+        }
+        self.daemon.ensure = tally;
+        Ok(())
+    }
+
+    /// Records the runtime calls brigd logged since `mark`, with this run's
+    /// names replaced by placeholders.
+    fn daemon_traced(&mut self, daemon: &Daemon, mark: usize, op: String, b: Option<&BrigBox>) -> Result<()> {
+        let log = daemon.since(mark)?;
+        let scratch = self.scratch.dir.display().to_string();
+        let mut calls: Vec<String> = Vec::new();
+        for line in log.lines().filter_map(runtime_call) {
+            let line = line.replace(&scratch, "<scratch>");
+            let line = match b {
+                Some(b) => line.replace(&b.name, "<sandbox>").replace(&b.label, "<label>"),
+                None => line,
+            };
+            calls.push(line);
+        }
+        self.daemon.calls.push((op, calls));
         Ok(())
     }
 
@@ -503,6 +720,161 @@ impl<'a> Bench<'a> {
     fn quiet(&self, calls: &[Call]) -> Result<()> {
         self.timed(calls).map(drop)
     }
+}
+
+/// brigd as the bench runs it: the release build, on a socket in the scratch
+/// directory, with the scratch environment and its debug log (every runtime
+/// command it runs) in a file there.
+struct Daemon {
+    child: Child,
+    socket: PathBuf,
+    log: PathBuf,
+    stopped: bool,
+}
+
+impl Daemon {
+    fn start(brigd: &Path, scratch: &Scratch) -> Result<Self> {
+        let socket = scratch.dir.join("brigd.sock");
+        let len = socket.as_os_str().len();
+        ensure!(
+            len <= SOCKET_MAX,
+            "the socket path {} is {len} bytes, over the {SOCKET_MAX} a unix socket takes; set TMPDIR shorter",
+            socket.display()
+        );
+        let log = scratch.dir.join("brigd.log");
+        let stderr = std::fs::File::create(&log).with_context(|| format!("creating {}", log.display()))?;
+        let mut cmd = Command::new(brigd);
+        cmd.arg("--socket").arg(&socket);
+        scratch.apply(&mut cmd);
+        for (name, _) in std::env::vars_os() {
+            if name.to_string_lossy().starts_with("BRIGD_") {
+                cmd.env_remove(name);
+            }
+        }
+        cmd.env("BRIGD_LOG", "brig=debug");
+        let child = cmd
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .stderr(stderr)
+            .spawn()
+            .with_context(|| format!("cannot run {}", brigd.display()))?;
+        eprintln!("==> {}: brigd (pid {}) on {}", scratch.rt.bin(), child.id(), socket.display());
+        let mut daemon = Daemon { child, socket, log, stopped: false };
+        let deadline = Instant::now() + Duration::from_secs(10);
+        loop {
+            if let Some(status) = daemon.child.try_wait()? {
+                daemon.stopped = true;
+                bail!("brigd exited with {status} before answering: {}", daemon.since(0)?.trim());
+            }
+            match request(&daemon.socket, r#"{"v":1,"op":"version"}"#) {
+                Ok(_) => return Ok(daemon),
+                Err(err) if Instant::now() > deadline => return Err(err.context("brigd did not answer within 10 s")),
+                Err(_) => std::thread::sleep(Duration::from_millis(20)),
+            }
+        }
+    }
+
+    /// The length of the log so far, from which `since` reads.
+    fn mark(&self) -> Result<usize> {
+        Ok(self.since(0)?.len())
+    }
+
+    fn since(&self, mark: usize) -> Result<String> {
+        let text = std::fs::read(&self.log).with_context(|| format!("reading {}", self.log.display()))?;
+        Ok(String::from_utf8_lossy(text.get(mark..).unwrap_or_default()).into_owned())
+    }
+
+    /// SIGTERM, then a wait for a clean exit (brigd gives requests in flight
+    /// up to a minute); killed if it does not come.
+    fn stop(&mut self) -> Result<()> {
+        self.stopped = true;
+        let pid = self.child.id().to_string();
+        checked(Command::new("kill").args(["-TERM", &pid]), &format!("kill -TERM {pid}"))?;
+        let deadline = Instant::now() + Duration::from_secs(70);
+        loop {
+            if let Some(status) = self.child.try_wait()? {
+                ensure!(status.success(), "brigd exited with {status} on SIGTERM");
+                return Ok(());
+            }
+            if Instant::now() > deadline {
+                self.child.kill()?;
+                self.child.wait()?;
+                bail!("brigd did not exit within 70 s of SIGTERM and was killed");
+            }
+            std::thread::sleep(Duration::from_millis(20));
+        }
+    }
+}
+
+impl Drop for Daemon {
+    fn drop(&mut self) {
+        if !self.stopped
+            && let Err(err) = self.stop()
+        {
+            eprintln!("bench: stopping brigd: {err:#}");
+        }
+    }
+}
+
+fn plural(n: usize) -> &'static str {
+    if n == 1 { "" } else { "s" }
+}
+
+fn ensure_line(b: &BrigBox) -> String {
+    format!(r#"{{"v":1,"op":"ensure","agent":"lab-agent","name":"{}"}}"#, b.label)
+}
+
+/// One request on a connection of its own, as a client tool makes it: the
+/// response, an error unless it is `ok`.
+fn request(socket: &Path, line: &str) -> Result<serde_json::Value> {
+    let mut stream = UnixStream::connect(socket).with_context(|| format!("connecting to {}", socket.display()))?;
+    stream.set_read_timeout(Some(Duration::from_secs(300)))?;
+    stream.write_all(format!("{line}\n").as_bytes())?;
+    let mut response = String::new();
+    BufReader::new(stream).read_line(&mut response)?;
+    let value: serde_json::Value =
+        serde_json::from_str(&response).with_context(|| format!("brigd answered {line} with {response:?}"))?;
+    ensure!(value["ok"] == true, "brigd refused {line}: {}", response.trim());
+    Ok(value)
+}
+
+/// A timed `status`, checked to report `sessions` sessions, all running.
+fn status_timed(socket: &Path, sessions: usize) -> Result<f64> {
+    let start = Instant::now();
+    let value = request(socket, STATUS)?;
+    let ms = start.elapsed().as_secs_f64() * 1000.0;
+    let listed = value["sessions"].as_array().map(Vec::as_slice).unwrap_or_default();
+    let running = listed.iter().filter(|s| s["running"] == true).count();
+    ensure!(
+        listed.len() == sessions && running == sessions,
+        "brigd status reported {running} running of {} sessions, not {sessions}",
+        listed.len()
+    );
+    Ok(ms)
+}
+
+/// Runs `work` on `n` threads released together: the wall time from the
+/// first start to the last end, and each thread's own time, in ms.
+fn concurrently<W: Fn() -> Result<()> + Sync>(n: usize, work: &W) -> Result<(f64, Vec<f64>)> {
+    let barrier = Barrier::new(n);
+    let spans: Vec<Result<(Instant, Instant)>> = std::thread::scope(|s| {
+        let threads: Vec<_> = (0..n)
+            .map(|_| {
+                s.spawn(|| {
+                    barrier.wait();
+                    let start = Instant::now();
+                    work()?;
+                    Ok((start, Instant::now()))
+                })
+            })
+            .collect();
+        threads.into_iter().map(|t| t.join().unwrap_or_else(|_| Err(anyhow!("a client thread panicked")))).collect()
+    });
+    let spans = spans.into_iter().collect::<Result<Vec<_>>>()?;
+    let first = spans.iter().map(|s| s.0).min().context("no client ran")?;
+    let last = spans.iter().map(|s| s.1).max().context("no client ran")?;
+    let ms = |d: Duration| d.as_secs_f64() * 1000.0;
+    Ok((ms(last - first), spans.iter().map(|(start, end)| ms(*end - *start)).collect()))
 }
 
 /// Runs a command to completion with no stdin, failing with its stderr.
@@ -785,7 +1157,8 @@ fn render_section(w: &mut String, s: &Section) {
     let _ = writeln!(w, "\n### {}\n\n{}\n", rt.bin(), s.present.versions);
     let _ = writeln!(w, "| comparison (A / B) | A median | A p90 | B median | B p90 | A/B |");
     let _ = writeln!(w, "|---|--:|--:|--:|--:|--:|");
-    let rows: [(&str, &[f64], &[f64]); 10] = [
+    let each = format!("{CONCURRENT} `ensure` at once, each request");
+    let rows: Vec<(String, &[f64], &[f64])> = vec![
         ("`run -d`: brig / raw network + run + exec `true`", lane(Lane::RunBrig), lane(Lane::RunRaw)),
         ("`run -d`: brig / raw bare `run -d --network none`", lane(Lane::RunBrig), lane(Lane::RunBare)),
         ("`sh <ref> true`: brig / raw `exec <name> true`", lane(Lane::ShBrig), lane(Lane::ShExec)),
@@ -796,7 +1169,35 @@ fn render_section(w: &mut String, s: &Section) {
         ("`stop` + `rm`: brig / raw", &stop_rm_brig, &stop_rm_raw),
         ("`ls`, 1 sandbox: brig / raw `ps -a`", lane(Lane::LsBrigOne), lane(Lane::LsRawOne)),
         ("`ls`, 25 sandboxes: brig / raw `ps -a`", lane(Lane::LsBrigMany), lane(Lane::LsRawMany)),
-    ];
+    ]
+    .into_iter()
+    .map(|(what, a, b)| (what.to_owned(), a, b))
+    .chain([
+        ("brigd `status`, 1 session / raw `ps -a`".to_owned(), lane(Lane::StatusOne), lane(Lane::StatusRawOne)),
+        (
+            format!("brigd `status`, {LS_MANY} sessions / raw `ps -a`"),
+            lane(Lane::StatusMany),
+            lane(Lane::StatusRawMany),
+        ),
+        (
+            format!("{CONCURRENT} `ensure` at once, wall: brigd / raw same calls, {CONCURRENT} at once"),
+            lane(Lane::EnsureConc),
+            lane(Lane::EnsureConcRaw),
+        ),
+        (
+            format!("{CONCURRENT} `ensure` at once, wall: brigd / raw same calls, {CONCURRENT} in a row"),
+            lane(Lane::EnsureConc),
+            lane(Lane::EnsureSerialRaw),
+        ),
+        (
+            format!("{each}: brigd / raw same calls, each of {CONCURRENT} at once"),
+            lane(Lane::EnsureEach),
+            lane(Lane::EnsureEachRaw),
+        ),
+        (format!("{each}: brigd / raw same calls alone"), lane(Lane::EnsureEach), lane(Lane::EnsureOneRawSame)),
+        ("one `ensure` alone: brigd / raw same calls".to_owned(), lane(Lane::EnsureOne), lane(Lane::EnsureOneRawSame)),
+    ])
+    .collect();
     for (what, a, b) in rows {
         let _ = writeln!(
             w,
@@ -842,11 +1243,41 @@ fn render_section(w: &mut String, s: &Section) {
         many.containers,
         verdict(ls_pass)
     );
+    for (sessions, containers, tally) in &s.daemon.status {
+        let (a, b) = if *sessions == 1 {
+            (lane(Lane::StatusOne), lane(Lane::StatusRawOne))
+        } else {
+            (lane(Lane::StatusMany), lane(Lane::StatusRawMany))
+        };
+        let r = ratio(a, b);
+        let _ = writeln!(
+            w,
+            "| brigd `status` with {sessions} session{} ≤ {DAEMON_TARGET}× raw `ps -a`, one listing per request \
+             | {r:.2}×; {} runtime call(s), {} of them listings, for {} requests ({containers} containers listed) | {} |",
+            plural(*sessions),
+            tally.calls,
+            tally.listings,
+            tally.requests,
+            verdict(r <= DAEMON_TARGET && tally.one_listing_each())
+        );
+    }
+    let e = &s.daemon.ensure;
+    let _ = writeln!(
+        w,
+        "| {CONCURRENT} concurrent `ensure` of a running sandbox: no boot, one listing per request \
+         | {} boot(s); {} runtime call(s), {} of them listings, for {} requests ({:.1} per request) | {} |",
+        e.boots,
+        e.calls,
+        e.listings,
+        e.requests,
+        e.listings as f64 / e.requests.max(1) as f64,
+        verdict(e.boots == 0 && e.one_listing_each())
+    );
 
     let _ = writeln!(w, "\nWhat each side ran (`<sandbox>` is the sandbox's runtime name; brig's calls as its");
     let _ = writeln!(w, "`--verbose` log shows them, raw ones as the bench runs them):\n\n```text");
     let placeholder = RawBox::placeholder();
-    let raw: [(&str, Vec<Call>); 7] = [
+    let raw: [(&str, Vec<Call>); 9] = [
         ("run -d", raw_run(rt, &placeholder)),
         ("run -d, bare", raw_bare_run(rt, &placeholder)),
         ("sh <ref> true: raw exec true", raw_exec(rt, &placeholder)),
@@ -854,10 +1285,19 @@ fn render_section(w: &mut String, s: &Section) {
         ("stop", raw_stop(rt, &placeholder)),
         ("rm", raw_rm(rt, &placeholder)),
         ("ls", raw_ls(rt)),
+        ("brigd status", raw_ls(rt)),
+        ("brigd ensure of a running sandbox: raw same calls", raw_ensure_same(rt, s.daemon.ensure_listings)),
     ];
     for (op, calls) in &s.brig_calls {
         let verb = if op.starts_with("ls") { "ls".to_owned() } else { op.replace("<ref>", "lab-agent@<label>") };
         let _ = writeln!(w, "brig {verb}  [{op}]");
+        for c in calls {
+            let _ = writeln!(w, "    {c}");
+        }
+    }
+    for (op, calls) in &s.daemon.calls {
+        let verb = op.split_whitespace().next().unwrap_or_default();
+        let _ = writeln!(w, "brigd {verb}  [{op}]");
         for c in calls {
             let _ = writeln!(w, "    {c}");
         }
@@ -908,5 +1348,18 @@ mod tests {
         let line = "\u{1b}[34mDEBUG\u{1b}[0m running nerdctl exec x true";
         assert_eq!(runtime_call(&strip_ansi(line)).as_deref(), Some("nerdctl exec x true"));
         assert_eq!(runtime_call(" INFO booting x"), None);
+    }
+
+    #[test]
+    fn brigd_log_tally() {
+        let log = "T  INFO ensure brig-x\nT DEBUG running nerdctl ps -a --format {{json .}}\n\
+                   T  INFO booting brig-x from img\nT DEBUG running nerdctl exec brig-x true\n";
+        let mut tally = Tally::default();
+        tally.add(Rt::Nerdctl, log, 1);
+        assert_eq!((tally.requests, tally.calls, tally.listings, tally.boots), (1, 2, 1, 1));
+        assert!(!tally.one_listing_each());
+        let mut tally = Tally::default();
+        tally.add(Rt::Nerdctl, "T DEBUG running nerdctl ps -a --format {{json .}}\n", 1);
+        assert!(tally.one_listing_each());
     }
 }
