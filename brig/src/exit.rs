@@ -85,7 +85,7 @@ fn profile_code(err: &crate::profile::Error) -> Code {
         | E::DestinationReserved { .. }
         | E::NoEditor => Code::Usage,
         // Like `rm --all` without a terminal: nothing was done, exit 1.
-        E::NeedsConfirmation { .. } | E::Declined => Code::Failure,
+        E::NeedsConfirmation { .. } | E::Declined | E::InUse { .. } => Code::Failure,
         E::EditorFailed { .. } | E::EditorExit { .. } | E::Write { .. } => Code::Failure,
     }
 }

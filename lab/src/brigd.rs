@@ -285,6 +285,7 @@ fn one(exchange: &Exchange, barrier: &Barrier) -> Result<Received> {
     // leave the others waiting forever.
     barrier.wait();
     let Ends { reader, mut writer, close } = ends?;
+    eprintln!("DBG connected {:?}", exchange.as_uid);
 
     let (tx, rx) = mpsc::channel();
     thread::spawn(move || {
@@ -319,10 +320,12 @@ fn one(exchange: &Exchange, barrier: &Barrier) -> Result<Received> {
             if i > 0 && !pause.is_zero() {
                 thread::sleep(pause);
             }
+            eprintln!("DBG writing {} bytes", piece.len());
             if let Err(e) = writer.write_all(piece).and_then(|()| writer.flush()) {
                 return (writer, Some(e.to_string()));
             }
         }
+        eprintln!("DBG wrote");
         (writer, None)
     });
 
@@ -365,7 +368,9 @@ fn one(exchange: &Exchange, barrier: &Barrier) -> Result<Received> {
             }
         };
     }
+    eprintln!("DBG closing {:?}", received.short);
     received.client_stderr = close();
+    eprintln!("DBG closed: {}", received.client_stderr);
     if let Ok((end, error)) = writing.join() {
         drop(end);
         received.write_error = error;

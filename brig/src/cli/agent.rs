@@ -135,7 +135,12 @@ fn dispatch(command: AgentCommand, ui: &mut Ui<'_>) -> Result<(), crate::Error> 
         },
         AgentCommand::New(args) => copy_to(&registry, &args.from, &args.name, args.force, ui),
         AgentCommand::Import(args) => import(&registry, &args.file, ui),
-        AgentCommand::Rm(args) => rm(&registry, &args.agent, args.yes, ui),
+        AgentCommand::Rm(args) => {
+            if let Some(name) = registry.canonical_name(&args.agent) {
+                refuse_in_use(ui.env, &registry, name)?;
+            }
+            rm(&registry, &args.agent, args.yes, ui)
+        }
         AgentCommand::Edit(args) => edit(&registry, &args.agent, ui),
     }
 }
@@ -333,6 +338,32 @@ fn warn_other_declarations(registry: &Registry, name: &str, written: &Path, ui: 
             ));
         }
     }
+}
+
+/// A profile must not be removed from under a sandbox that still uses it.
+/// With no runtime installed no sandbox can exist; a runtime that cannot be
+/// asked is an error, since "no sandbox" cannot be told from "unknown".
+fn refuse_in_use(env: &Environment, registry: &Registry, name: &str) -> Result<(), crate::Error> {
+    let resolved = match crate::runtime::resolve(env, None) {
+        Ok(resolved) => resolved,
+        Err(crate::runtime::Error::NoneFound) => return Ok(()),
+        Err(err) => return Err(err.into()),
+    };
+    let names: Vec<String> = registry.entries().iter().map(|e| e.profile.name.clone()).collect();
+    let sandboxes: Vec<String> = crate::runtime::open(&resolved, env, None)?
+        .list()?
+        .into_iter()
+        .filter(|l| {
+            let agent = l
+                .labels
+                .get(crate::runtime::adapter::label::AGENT)
+                .cloned()
+                .or_else(|| crate::session::reference::parse_sandbox_name(&l.name, &names).map(|(agent, _)| agent));
+            agent.as_deref() == Some(name)
+        })
+        .map(|l| l.name)
+        .collect();
+    if sandboxes.is_empty() { Ok(()) } else { Err(Error::InUse { name: name.to_owned(), sandboxes }.into()) }
 }
 
 fn rm(registry: &Registry, agent: &str, yes: bool, ui: &mut Ui<'_>) -> Result<(), crate::Error> {

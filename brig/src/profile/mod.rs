@@ -63,6 +63,9 @@ pub enum Error {
     NeedsConfirmation { name: String, count: usize },
     #[error("nothing removed")]
     Declined,
+    /// A profile still used by a sandbox: removing it would strand the sandbox.
+    #[error("{name} is still used by {}; remove them first (brig rm <ref>)", sandboxes.join(", "))]
+    InUse { name: String, sandboxes: Vec<String> },
     #[error("neither VISUAL nor EDITOR is set; set one to the editor to use")]
     NoEditor,
     #[error("cannot start the editor `{editor}`")]
