@@ -285,7 +285,6 @@ fn one(exchange: &Exchange, barrier: &Barrier) -> Result<Received> {
     // leave the others waiting forever.
     barrier.wait();
     let Ends { reader, mut writer, close } = ends?;
-    eprintln!("DBG connected {:?}", exchange.as_uid);
 
     let (tx, rx) = mpsc::channel();
     thread::spawn(move || {
@@ -302,6 +301,12 @@ fn one(exchange: &Exchange, barrier: &Barrier) -> Result<Received> {
                     if tx.send(Event::Line(text)).is_err() {
                         return;
                     }
+                }
+                // A daemon that closes with request bytes still unread makes
+                // the kernel reset the connection: that is its close.
+                Err(e) if e.kind() == std::io::ErrorKind::ConnectionReset => {
+                    let _ = tx.send(Event::End);
+                    return;
                 }
                 Err(e) => {
                     let _ = tx.send(Event::Failed(e.to_string()));
@@ -320,12 +325,10 @@ fn one(exchange: &Exchange, barrier: &Barrier) -> Result<Received> {
             if i > 0 && !pause.is_zero() {
                 thread::sleep(pause);
             }
-            eprintln!("DBG writing {} bytes", piece.len());
             if let Err(e) = writer.write_all(piece).and_then(|()| writer.flush()) {
                 return (writer, Some(e.to_string()));
             }
         }
-        eprintln!("DBG wrote");
         (writer, None)
     });
 
@@ -368,9 +371,7 @@ fn one(exchange: &Exchange, barrier: &Barrier) -> Result<Received> {
             }
         };
     }
-    eprintln!("DBG closing {:?}", received.short);
     received.client_stderr = close();
-    eprintln!("DBG closed: {}", received.client_stderr);
     if let Ok((end, error)) = writing.join() {
         drop(end);
         received.write_error = error;

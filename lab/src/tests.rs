@@ -65,6 +65,69 @@ fn a_step_does_exactly_one_thing() {
 }
 
 #[test]
+fn brigd_and_request_steps_parse() {
+    let text = r#"
+about: x
+steps:
+  - brigd: {start: {}}
+    env: {BRIGD_TEST_LIMITS: "idle_ms=500"}
+  - brigd: {start: {socket: "{socket}.b", args: [], as-uid: 65534}}
+  - brigd: {run: [--socket, "{socket}"]}
+    expect: {exit: 1, stderr: {contains: ["pid {brigd-pid}"]}}
+  - request:
+      lines: ['{"op":"status"}']
+      padded-bytes: 100
+      trickle-ms: 5
+      concurrent: 2
+      as-uid: 65534
+      expect:
+        closed: false
+        identical: [/sessions]
+        responses:
+          - [{pointer: /v, equals: 1}, {pointer: /id, absent: true}, {pointer: /error, contains: x}]
+          - [{pointer: /x, equals: null}]
+  - shell: "echo {t} | cat"
+    expect: {stdout: {count: {pattern: "^{t}$", equals: 1}}}
+  - brigd: {stop: {}}
+    expect: {stderr: {count: {pattern: booting, equals: 0}}}
+  - brigd: {kill: {}}
+"#;
+    let scenario = Scenario::parse(text).unwrap();
+    discover::check_placeholders(&scenario).unwrap();
+    let equals = scenario.steps[3].request.as_ref().unwrap().expect.responses[1][0].equals.clone();
+    assert_eq!(equals, Some(serde_json::Value::Null), "equals: null is a value, not a missing field");
+}
+
+#[test]
+fn request_and_brigd_misuse_is_refused() {
+    let err =
+        parse_err("about: x\nsteps:\n  - request: {lines: [a], expect: {responses: [[]]}}\n    expect: {exit: 0}\n");
+    assert!(err.contains("a request has its own"), "{err}");
+    let err = parse_err("about: x\nsteps:\n  - brigd: {kill: {}}\n    expect: {exit: 0}\n");
+    assert!(err.contains("take expect"), "{err}");
+    let err = parse_err("about: x\nsteps:\n  - brigd: {stop: {now: true}}\n");
+    assert!(err.contains("now"), "{err}");
+    let err = parse_err(
+        "about: x\nsteps:\n  - request: {lines: [a], expect: {responses: [[{pointer: /v, equals: 1, absent: true}]]}}\n",
+    );
+    assert!(err.contains("exactly one of equals, contains, absent"), "{err}");
+    let err = parse_err("about: x\nsteps:\n  - request: {lines: [a], expect: {identical: [/x], responses: [[]]}}\n");
+    assert!(err.contains("identical compares connections"), "{err}");
+    let err = parse_err("about: x\nsteps:\n  - request: {padded-bytes: 10, expect: {responses: [[]]}}\n");
+    assert!(err.contains("padded-bytes must be at least 25"), "{err}");
+}
+
+#[test]
+fn padded_requests_have_the_exact_length() {
+    for n in [25, 26, 1024, 1025] {
+        let line = crate::trial::padded_request(n);
+        assert_eq!(line.len(), n);
+        assert!(line.ends_with("\"}\n"), "{line}");
+        serde_json::from_str::<serde_json::Value>(line.trim_end()).unwrap();
+    }
+}
+
+#[test]
 fn expect_on_a_host_step_is_refused() {
     let err = parse_err("about: x\nsteps:\n  - {host: {mkdir: \"{scratch}/a\"}, expect: {exit: 1}}\n");
     assert!(err.contains("only brig, shell, runtime, guest and brigd run/stop steps take expect"), "{err}");
@@ -267,10 +330,10 @@ fn brig() -> PathBuf {
         let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("..");
         let target = std::env::var_os("CARGO_TARGET_DIR").map(PathBuf::from).unwrap_or_else(|| root.join("target"));
         let path = target.join("debug").join("brig");
-        if !path.is_file() {
+        if !path.is_file() || !path.with_file_name("brigd").is_file() {
             let cargo = std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into());
             let status = std::process::Command::new(cargo)
-                .args(["build", "--quiet", "-p", "brig", "--bin", "brig"])
+                .args(["build", "--quiet", "-p", "brig", "--bins"])
                 .current_dir(&root)
                 .status()
                 .expect("cannot run cargo to build brig");
@@ -382,6 +445,147 @@ steps:
           - "BRIG_CONTAINERD_RUNTIME=io.containerd.runc.v2\n"
           - "LAB_STEP_VALUE={t}\n"
         not-contains: [CARGO, RUST]
+"#,
+    )
+    .unwrap();
+}
+
+#[test]
+fn control_a_wrong_response_expectation_fails_showing_what_came_back() {
+    let lab = lab_without_runtimes(brig());
+    let err = run_text(
+        &lab,
+        r#"
+about: control
+steps:
+  - brigd: {start: {}}
+  - request:
+      lines: ['{"op":"version","id":"c1"}', '{"op":"nonsense"}']
+      expect:
+        responses:
+          - [{pointer: /code, equals: 3}, {pointer: /id, absent: true}]
+          - [{pointer: /error, contains: "no brigd says this"}]
+"#,
+    )
+    .unwrap_err();
+    assert!(err.contains("step 2/2 failed: request to /tmp/brig-lab-t"), "{err}");
+    assert!(err.contains("response 1: json /code: expected 3, found 0"), "{err}");
+    assert!(err.contains("response 1: json /id: expected nothing there, found \"c1\""), "{err}");
+    assert!(err.contains("response 2: json /error: expected a string containing \"no brigd says this\""), "{err}");
+    assert!(err.contains("--- received\n{\"v\":1,\"id\":\"c1\""), "the responses are shown: {err}");
+}
+
+#[test]
+fn control_a_close_that_does_not_come_fails() {
+    let lab = lab_without_runtimes(brig());
+    let err = run_text(
+        &lab,
+        r#"
+about: control
+steps:
+  - brigd: {start: {}}
+  - request:
+      lines: ['{"op":"status"}']
+      expect: {closed: true, responses: [[{pointer: /ok, equals: true}]]}
+"#,
+    )
+    .unwrap_err();
+    assert!(err.contains("expected brigd to close the connection, it was still open"), "{err}");
+}
+
+#[test]
+fn control_more_responses_than_brigd_sends_fail() {
+    let lab = lab_without_runtimes(brig());
+    let err = run_text(
+        &lab,
+        r#"
+about: control
+steps:
+  - brigd: {start: {}}
+    env: {BRIGD_TEST_LIMITS: "line_bytes=100"}
+  - request:
+      padded-bytes: 200
+      expect: {responses: [[{pointer: /code, equals: 2}], []]}
+"#,
+    )
+    .unwrap_err();
+    assert!(err.contains("expected 2 response(s), got 1: brigd closed the connection after 1 line(s)"), "{err}");
+}
+
+#[test]
+fn control_a_wrong_count_on_brigd_stderr_fails_at_stop() {
+    let lab = lab_without_runtimes(brig());
+    let err = run_text(
+        &lab,
+        r#"
+about: control
+steps:
+  - brigd: {start: {}}
+  - brigd: {stop: {}}
+    expect: {stderr: {count: {pattern: "listening on {socket}", equals: 2}}}
+"#,
+    )
+    .unwrap_err();
+    assert!(err.contains("brigd stop (SIGTERM to pid"), "{err}");
+    assert!(err.contains("stderr: expected 2 line(s) matching"), "{err}");
+    assert!(err.contains("found 1"), "{err}");
+}
+
+#[test]
+fn control_a_daemon_left_running_is_killed_when_the_trial_ends() {
+    let lab = lab_without_runtimes(brig());
+    let err = run_text(
+        &lab,
+        r#"
+about: control
+steps:
+  - brigd: {start: {}}
+  - host: {exists: "{scratch}/never"}
+"#,
+    )
+    .unwrap_err();
+    // The socket directory goes with the trial, and so does every brigd
+    // serving a socket in it.
+    assert!(err.contains("step 2/2 failed"), "{err}");
+    let token = err.split("trial token ").nth(1).and_then(|r| r.split(',').next()).unwrap_or_default().to_owned();
+    assert!(!token.is_empty(), "{err}");
+    let socket_dir = std::path::PathBuf::from(format!("/tmp/brig-lab-{token}-sock"));
+    assert!(!socket_dir.exists(), "{} was left behind", socket_dir.display());
+    let left: Vec<String> = std::fs::read_dir("/proc")
+        .unwrap()
+        .filter_map(|e| e.ok())
+        .filter_map(|e| std::fs::read(e.path().join("cmdline")).ok())
+        .map(|c| String::from_utf8_lossy(&c).replace('\0', " "))
+        .filter(|c| c.contains("brigd") && c.contains(&format!("brig-lab-{token}-sock")))
+        .collect();
+    assert!(left.is_empty(), "brigd outlived its trial: {left:?}");
+}
+
+#[test]
+fn control_brigd_steps_that_hold_pass() {
+    let lab = lab_without_runtimes(brig());
+    run_text(
+        &lab,
+        r#"
+about: control
+steps:
+  - brigd: {start: {}}
+  - host: {mode: {path: "{socket}", mode: "0600"}}
+  - brigd: {run: [--socket, "{socket}"]}
+    expect: {exit: 1, stderr: {contains: ["brigd pid {brigd-pid}"]}}
+  - request:
+      concurrent: 3
+      lines: ['{"op":"version","id":"same"}', 'not json']
+      expect:
+        closed: false
+        identical: [/version, /id]
+        responses:
+          - [{pointer: /v, equals: 1}, {pointer: /id, equals: same}, {pointer: /error, absent: true}]
+          - [{pointer: /code, equals: 2}, {pointer: /id, absent: true}]
+  - shell: "test -S {socket} && echo ok"
+    expect: {stdout: {count: {pattern: "^ok$", equals: 1}}}
+  - brigd: {stop: {}}
+  - host: {absent: "{socket}"}
 "#,
     )
     .unwrap();

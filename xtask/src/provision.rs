@@ -19,7 +19,8 @@ use anyhow::{Context as _, Result, bail};
 /// Debian packages the lab needs, each with a file that proves it is usable.
 /// The list follows the runtime spec: the two runtimes and their plumbing,
 /// the guest image's userland, the local registry, the Secret Service store,
-/// and `setpriv` for the second-uid scenario.
+/// `setpriv` for the second-uid scenario, and `socat` and `jq` for the brigd
+/// scenarios that talk to the socket as a shell user would.
 const PACKAGES: &[&str] = &[
     "containerd",
     "runc",
@@ -33,6 +34,7 @@ const PACKAGES: &[&str] = &[
     "gnome-keyring",
     "util-linux",
     "socat",
+    "jq",
 ];
 
 /// nerdctl 1.7.x is the last line that still talks to containerd 1.6, which is

@@ -5,10 +5,30 @@
 //! when stdin does (the runner is done); a write that fails because brigd
 //! already closed stops the writing only, so what brigd sent is still
 //! copied out.
+//!
+//! The copies are plain read/write loops on purpose: `std::io::copy` may
+//! splice between a socket and a pipe on Linux, and with it a response that
+//! brigd had sent was seen never to reach the runner.
 
-use std::io::Write;
+use std::io::{Read, Write};
 use std::os::unix::net::UnixStream;
 use std::process::ExitCode;
+
+/// Copies until `from` ends (`Ok`) or either side fails (`Err`), flushing
+/// after every read so that a response line is passed on at once.
+fn pipe(mut from: impl Read, mut to: impl Write) -> std::io::Result<()> {
+    let mut buf = [0u8; 16 * 1024];
+    loop {
+        let n = match from.read(&mut buf) {
+            Ok(0) => return Ok(()),
+            Ok(n) => n,
+            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => continue,
+            Err(e) => return Err(e),
+        };
+        to.write_all(&buf[..n])?;
+        to.flush()?;
+    }
+}
 
 fn main() -> ExitCode {
     let Some(path) = std::env::args_os().nth(1) else {
@@ -22,7 +42,7 @@ fn main() -> ExitCode {
             return ExitCode::FAILURE;
         }
     };
-    let mut to_socket = match stream.try_clone() {
+    let to_socket = match stream.try_clone() {
         Ok(s) => s,
         Err(err) => {
             eprintln!("lab-client: {err}");
@@ -30,14 +50,11 @@ fn main() -> ExitCode {
         }
     };
     std::thread::spawn(move || {
-        if std::io::copy(&mut std::io::stdin().lock(), &mut to_socket).is_ok() {
+        if pipe(std::io::stdin().lock(), to_socket).is_ok() {
             std::process::exit(0);
         }
     });
-    let mut from_socket = stream;
-    let mut out = std::io::stdout().lock();
-    let copied = std::io::copy(&mut from_socket, &mut out).and_then(|_| out.flush());
-    match copied {
+    match pipe(stream, std::io::stdout().lock()) {
         Ok(()) => ExitCode::SUCCESS,
         Err(err) => {
             eprintln!("lab-client: {err}");
