@@ -26,6 +26,10 @@ pub enum Error {
         #[source]
         source: std::io::Error,
     },
+    /// The profile requires secrets, and this build has no secret store to
+    /// resolve them from: refused before any sandbox exists.
+    #[error("{profile} requires the secret(s) {}, and this build has no secret store to read them from; mark them `required: false` in a profile of your own to run without them", names.join(", "))]
+    SecretsUnavailable { profile: String, names: Vec<String> },
     /// A destructive step needs a yes, and there is no terminal to ask.
     #[error("{what} needs confirmation and there is no terminal to ask; pass {flag} to go ahead")]
     NeedsConfirmation { what: String, flag: &'static str },

@@ -64,6 +64,7 @@ pub fn exit_code(err: &Error) -> Code {
         Error::Runtime(e) => runtime_code(e),
         Error::Usage(_) => Code::Usage,
         Error::Io { .. } | Error::NeedsConfirmation { .. } | Error::Stdout(_) | Error::NoHome { .. } => Code::Failure,
+        Error::SecretsUnavailable { .. } => Code::Credentials,
     }
 }
 

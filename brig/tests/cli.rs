@@ -174,6 +174,20 @@ fn a_misspelled_field_is_refused_by_name() {
 }
 
 #[test]
+fn a_required_secret_without_a_store_is_exit_6_naming_it() {
+    let s = Scratch::new("brig-cli", "secret");
+    s.write_profile(
+        "needs.yaml",
+        &CLAUDE_FILE_PROFILE
+            .replace("name: claude", "name: needs")
+            .replace("cpus: 1\n", "cpus: 1\nsecrets: [api-key]\n"),
+    );
+    assert_exit(&s.brig(&["info", "needs"]), 6, &["api-key"]);
+    assert_exit(&s.brig(&["run", "-d", "needs"]), 6, &["api-key"]);
+    assert!(!s.state().join("homes/brig-needs").exists());
+}
+
+#[test]
 fn version_prints_the_build_facts() {
     let s = Scratch::new("brig-cli", "version");
     let run = s.brig(&["version", "--json"]);

@@ -119,6 +119,12 @@ pub fn run(args: InfoArgs, ctx: &Context) -> Result<Code, Error> {
         None => None,
     };
 
+    // Like a run, info cannot resolve a required secret without a store.
+    let required: Vec<String> = profile.secrets.iter().filter(|s| s.required).map(|s| s.name.clone()).collect();
+    if !required.is_empty() {
+        return Err(Error::SecretsUnavailable { profile: profile.name.clone(), names: required });
+    }
+
     let data = InfoData {
         reference: session.typed().to_owned(),
         agent: session.agent().to_owned(),

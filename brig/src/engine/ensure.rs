@@ -120,6 +120,12 @@ impl Engine<'_> {
     }
 
     pub fn ensure(&mut self, req: &Request) -> Result<Ensured, Error> {
+        // Every declared secret is checked before a sandbox exists. Without a
+        // store an optional secret is simply absent; a required one refuses.
+        let required: Vec<String> = req.profile.secrets.iter().filter(|s| s.required).map(|s| s.name.clone()).collect();
+        if !required.is_empty() {
+            return Err(Error::SecretsUnavailable { profile: req.profile.name.clone(), names: required });
+        }
         let sandbox = req.session.sandbox().to_owned();
         let record = Index::load(&self.state_dir)?.get(&sandbox).cloned();
         let recorded_network =
