@@ -129,6 +129,19 @@ pub fn run(args: Args) -> Result<(), Error> {
     }
     let path = socket::resolve(args.socket.as_deref(), &env)?;
     socket::check_length(&path)?;
+    // A thread of our own for accepting and framing is plenty: every
+    // request's real work runs on the blocking pool.
+    let runtime = tokio::runtime::Builder::new_current_thread().enable_all().build().map_err(Error::Runtime)?;
+    // The handlers must be in place before the socket exists: a client that
+    // sees the socket may send SIGTERM at once, and without a handler that
+    // signal would kill the daemon and leave the socket behind.
+    let signals = {
+        let _context = runtime.enter();
+        Signals {
+            terminate: signal(SignalKind::terminate()).map_err(Error::Signals)?,
+            interrupt: signal(SignalKind::interrupt()).map_err(Error::Signals)?,
+        }
+    };
     let (claimed, listener) = socket::claim(&path.path)?;
     let registry = Registry::load(&env);
     for line in registry.warnings() {
@@ -136,10 +149,7 @@ pub fn run(args: Args) -> Result<(), Error> {
     }
     let shared = Arc::new(Shared { env, registry, owner: peer::own_uid(), limits, inventory: Inventory::default() });
 
-    // A thread of our own for accepting and framing is plenty: every
-    // request's real work runs on the blocking pool.
-    let runtime = tokio::runtime::Builder::new_current_thread().enable_all().build().map_err(Error::Runtime)?;
-    let served = runtime.block_on(serve(listener, &claimed.path, shared));
+    let served = runtime.block_on(serve(listener, &claimed.path, shared, signals));
     claimed.remove_socket();
     // Work abandoned after the grace period is not waited for; the sandboxes
     // it touched keep running, as they do whenever brigd exits.
@@ -150,13 +160,23 @@ pub fn run(args: Args) -> Result<(), Error> {
     served
 }
 
-async fn serve(listener: std::os::unix::net::UnixListener, path: &Path, shared: Arc<Shared>) -> Result<(), Error> {
+/// SIGTERM and SIGINT, both meaning "stop accepting, finish, exit 0".
+struct Signals {
+    terminate: tokio::signal::unix::Signal,
+    interrupt: tokio::signal::unix::Signal,
+}
+
+async fn serve(
+    listener: std::os::unix::net::UnixListener,
+    path: &Path,
+    shared: Arc<Shared>,
+    signals: Signals,
+) -> Result<(), Error> {
     let listener = listener
         .set_nonblocking(true)
         .and_then(|()| UnixListener::from_std(listener))
         .map_err(|source| Error::Io { action: "listen on", path: path.to_owned(), source })?;
-    let mut terminate = signal(SignalKind::terminate()).map_err(Error::Signals)?;
-    let mut interrupt = signal(SignalKind::interrupt()).map_err(Error::Signals)?;
+    let Signals { mut terminate, mut interrupt } = signals;
     let (stop, stopping) = watch::channel(false);
     let mut connections = JoinSet::new();
     tracing::info!(
