@@ -10,11 +10,11 @@ use serde::Serialize;
 
 use crate::Error;
 use crate::cli::{Context, print};
-use crate::engine::{Engine, Prompts};
+use crate::engine::{Engine, Facts, Prompts};
 use crate::exit::Code;
 use crate::json::Envelope;
 use crate::profile::Registry;
-use crate::runtime::{self, Listed, State, adapter::label};
+use crate::runtime::{self, Listed, State};
 use crate::session::{Index, Record, reference};
 use crate::warn::Warnings;
 
@@ -78,23 +78,11 @@ pub fn run(_args: LsArgs, ctx: &Context) -> Result<Code, Error> {
 }
 
 fn listed_row(listed: &Listed, record: Option<&Record>, names: &[String]) -> Row {
-    let from_labels = listed.labels.get(label::AGENT).map(|agent| {
-        let label = listed.labels.get(label::LABEL).filter(|l| !l.is_empty()).cloned();
-        (agent.clone(), label)
-    });
-    let parsed = from_labels
-        .or_else(|| record.map(|r| (r.agent.clone(), r.label.clone())))
-        .or_else(|| reference::parse_sandbox_name(&listed.name, names));
-    let workspace = listed.labels.get(label::HOME).map(PathBuf::from).or_else(|| record.map(|r| r.home.clone()));
-    let project = match listed.labels.get(label::PROJECT) {
-        Some(p) if p.is_empty() => None,
-        Some(p) => Some(PathBuf::from(p)),
-        None => record.and_then(|r| r.project.clone()),
-    };
+    let facts = Facts::read(listed, record, names);
     Row {
-        reference: parsed.as_ref().map(|(a, l)| reference::canonical_ref(a, l.as_deref())),
-        agent: parsed.as_ref().map(|(a, _)| a.clone()),
-        label: parsed.and_then(|(_, l)| l),
+        reference: facts.reference(),
+        agent: facts.agent().map(str::to_owned),
+        label: facts.session.and_then(|(_, l)| l),
         sandbox: listed.name.clone(),
         state: match listed.state {
             State::Running => "running",
@@ -102,10 +90,10 @@ fn listed_row(listed: &Listed, record: Option<&Record>, names: &[String]) -> Row
         },
         running: listed.state == State::Running,
         running_error: None,
-        workspace,
-        project,
-        network: listed.labels.get(label::NETWORK).cloned().or_else(|| record.and_then(|r| r.network.clone())),
-        isolation: listed.labels.get(label::ISOLATION).cloned(),
+        workspace: facts.home,
+        project: facts.project,
+        network: facts.network,
+        isolation: facts.isolation,
     }
 }
 

@@ -10,11 +10,11 @@ use std::io::{BufRead, IsTerminal, Write};
 
 use crate::Error;
 use crate::cli::{Context, UsageError, print};
-use crate::engine::{Engine, Prompts, network_name};
+use crate::engine::{Engine, Facts, Prompts, network_name};
 use crate::exit::Code;
 use crate::profile::Registry;
-use crate::runtime::{self, Listed, Runtime, State, adapter::label};
-use crate::session::{Index, home, reference};
+use crate::runtime::{self, Listed, Runtime, State};
+use crate::session::{Index, home};
 use crate::warn::Warnings;
 
 #[derive(Debug, clap::Args)]
@@ -69,23 +69,11 @@ fn remove_all(engine: &mut Engine<'_>, args: &RmArgs, ctx: &Context) -> Result<C
         return Ok(Code::Success);
     }
     let names: Vec<String> = engine.registry.entries().iter().map(|e| e.profile.name.clone()).collect();
+    let index = Index::load(engine.state_dir())?;
     let lines: String = listing
         .iter()
         .map(|l| {
-            let shown = l
-                .labels
-                .get(label::AGENT)
-                .map(|a| {
-                    reference::canonical_ref(
-                        a,
-                        l.labels.get(label::LABEL).filter(|s| !s.is_empty()).map(String::as_str),
-                    )
-                })
-                .or_else(|| {
-                    reference::parse_sandbox_name(&l.name, &names)
-                        .map(|(a, lb)| reference::canonical_ref(&a, lb.as_deref()))
-                })
-                .unwrap_or_else(|| "-".to_owned());
+            let shown = Facts::read(l, index.get(&l.name), &names).reference().unwrap_or_else(|| "-".to_owned());
             let state = if l.state == State::Running { "running" } else { "stopped" };
             format!("{shown}  {}  {state}\n", l.name)
         })
@@ -139,13 +127,7 @@ fn remove(engine: &Engine<'_>, runtime: &dyn Runtime, listed: &Listed, dry_run: 
     let sandbox = listed.name.as_str();
     let state_dir = engine.state_dir();
     let record = Index::load(state_dir)?.get(sandbox).cloned();
-    let home_path = listed
-        .labels
-        .get(label::HOME)
-        .map(std::path::PathBuf::from)
-        .or_else(|| record.as_ref().map(|r| r.home.clone()));
-    let created =
-        listed.labels.get(label::HOME_CREATED).map(|v| v == "true").or(record.as_ref().map(|r| r.home_created_by_brig));
+    let Facts { home: home_path, home_created: created, .. } = Facts::read(listed, record.as_ref(), &[]);
     // Only the default home of this very sandbox under this state dir is
     // brig's to delete, whatever a label or record claims.
     let default_home = home::default_home_path(state_dir, sandbox);

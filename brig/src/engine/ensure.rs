@@ -11,7 +11,7 @@ use std::time::{Duration, Instant};
 use super::{Engine, boot};
 use crate::Error;
 use crate::profile::Profile;
-use crate::runtime::{ExecSpec, Isolation, Listed, Runtime, State, adapter::label};
+use crate::runtime::{ExecSpec, Isolation, Runtime, State, adapter::label};
 use crate::session::{GuestHome, HomeSource, Index, Record, Session, home, project};
 use crate::settings::{Bool, Network, Positive, Pull, Settings, Verify};
 
@@ -140,7 +140,8 @@ impl Engine<'_> {
         let mut booted = false;
         let mut recreated = false;
 
-        if let Some(existing) = &existing {
+        let facts = existing.as_ref().map(|e| super::Facts::read(e, record.as_ref(), &[]));
+        if let (Some(existing), Some(facts)) = (&existing, &facts) {
             // Only a sandbox brig did not label itself can carry a home
             // from an older release; asking the runtime for mounts costs a call.
             if !existing.labels.contains_key(label::HOME)
@@ -148,9 +149,8 @@ impl Engine<'_> {
             {
                 home = legacy;
             }
-            let current = current_project(existing, record.as_ref());
-            if current != wanted_project {
-                self.warnings.push(recreate_warning(&sandbox, current.as_deref(), wanted_project.as_deref()));
+            if facts.project != wanted_project {
+                self.warnings.push(recreate_warning(&sandbox, facts.project.as_deref(), wanted_project.as_deref()));
                 if existing.state == State::Running {
                     runtime.stop(&sandbox)?;
                 }
@@ -194,12 +194,11 @@ impl Engine<'_> {
             }
         }
 
-        let network = match (&existing, recreated) {
-            (Some(e), false) => e
-                .labels
-                .get(label::NETWORK)
-                .and_then(|n| crate::settings::Enumerated::parse(n))
-                .unwrap_or(resolved.network),
+        // A sandbox that was left running keeps the posture it was made with.
+        let network = match (&facts, recreated) {
+            (Some(facts), false) => {
+                facts.network.as_deref().and_then(crate::settings::Enumerated::parse).unwrap_or(resolved.network)
+            }
             _ => resolved.network,
         };
         Index::update(&self.state_dir, |index| {
@@ -351,15 +350,6 @@ pub(super) struct BootInput<'r> {
     pub record: Option<&'r Record>,
     /// The sandbox did not exist (as opposed to being recreated).
     pub leftover_check: bool,
-}
-
-/// The project a sandbox was created with: its label, else the record.
-fn current_project(listed: &Listed, record: Option<&Record>) -> Option<PathBuf> {
-    match listed.labels.get(label::PROJECT) {
-        Some(p) if p.is_empty() => None,
-        Some(p) => Some(PathBuf::from(p)),
-        None => record.and_then(|r| r.project.clone()),
-    }
 }
 
 fn recreate_warning(sandbox: &str, old: Option<&Path>, new: Option<&Path>) -> String {

@@ -7,17 +7,19 @@
 
 mod boot;
 mod ensure;
+mod facts;
 mod skills;
 
 use std::path::PathBuf;
 
 pub use boot::{SHARED_NETWORK, network_name};
 pub use ensure::{Ensured, ProjectChoice, Request};
+pub use facts::Facts;
 
 use crate::Error;
 use crate::environment::Environment;
 use crate::profile::{Profile, Registry};
-use crate::runtime::{self, Isolation, Listed, Runtime, adapter::label};
+use crate::runtime::{self, Isolation, Listed, Runtime};
 use crate::session::{Session, home};
 use crate::warn::Warnings;
 
@@ -88,7 +90,7 @@ impl<'a> Engine<'a> {
     /// `BRIG_ALLOW_CONTAINER_ISOLATION` accepts it, and every accepted run
     /// says so.
     pub fn admit(&mut self, runtime: &dyn Runtime, existing: Option<&Listed>) -> Result<Isolation, Error> {
-        let recorded = existing.and_then(|l| l.labels.get(label::ISOLATION)).and_then(|v| match v.as_str() {
+        let recorded = existing.and_then(|l| Facts::read(l, None, &[]).isolation).and_then(|v| match v.as_str() {
             "microvm" => Some(Isolation::Microvm),
             "container" => Some(Isolation::Container),
             _ => None,

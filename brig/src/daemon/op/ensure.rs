@@ -4,42 +4,17 @@
 
 use std::sync::Arc;
 
-use super::{blocking, engine, failure, typed_ref};
+use super::on_session;
 use crate::daemon::Shared;
 use crate::daemon::inventory::{Known, Liveness};
 use crate::engine::{Engine, ProjectChoice, Request};
 use crate::proto::Response;
-use crate::session::Session;
 
 pub(super) async fn handle(shared: &Arc<Shared>, agent: &str, name: Option<&str>) -> Response {
-    let typed = typed_ref(agent, name);
-    // Parsing is pure and cheap: it names the sandbox whose gate to take.
-    let session = match Session::parse(&typed, &shared.registry) {
-        Ok(session) => session,
-        Err(err) => return failure(&err.into(), Vec::new()),
-    };
-    let sandbox = session.sandbox().to_owned();
-    tracing::info!("ensure {sandbox}");
-    // Held across the whole blocking call: the second of two concurrent
-    // ensures waits here, then finds the sandbox running and boots nothing.
-    let _gate = shared.inventory.gate(&sandbox).lock_owned().await;
-    let outcome = blocking(shared, move |shared| {
-        let mut engine = match engine(shared) {
-            Ok(engine) => engine,
-            Err(err) => return (Err(err), Vec::new()),
-        };
-        let result = ensure(&mut engine, &typed);
-        (result, engine.warnings.lines().to_vec())
-    })
-    .await;
-    match outcome {
-        Ok((Ok((known, liveness)), warnings)) => {
+    match on_session(shared, "ensure", agent, name, |_, engine, typed| ensure(engine, typed)).await {
+        Ok(((known, liveness), warnings)) => {
             shared.inventory.record(known.clone());
             Response::sessions(vec![known.report(&liveness)]).with_warnings(warnings)
-        }
-        Ok((Err(err), warnings)) => {
-            tracing::info!("ensure {sandbox} failed: {}", crate::proto::chain(&err));
-            failure(&err, warnings)
         }
         Err(response) => response,
     }

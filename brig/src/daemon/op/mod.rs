@@ -18,6 +18,7 @@ use crate::engine::{Engine, Prompts};
 use crate::exit::exit_code;
 use crate::proto::{Op, Request, Response, chain};
 use crate::runtime::{self, Listed, State};
+use crate::session::Session;
 use crate::warn::Warnings;
 
 /// Answer one request. The response carries the request's `id`, whatever
@@ -53,6 +54,45 @@ fn failure(err: &crate::Error, warnings: Vec<String>) -> Response {
 /// the response instead of printing them.
 fn engine(shared: &Shared) -> Result<Engine<'_>, crate::Error> {
     Engine::new(&shared.env, &shared.registry, Prompts::Nobody, Warnings::collected())
+}
+
+/// The shared shape of `ensure` and `stop`: parse the session the request
+/// names, take its sandbox's gate, and run `work` on a fresh engine on the
+/// blocking pool with the gate held until it is done. Returns the work's
+/// result and the warnings it gathered, or the response for a failure.
+async fn on_session<T: Send + 'static>(
+    shared: &Arc<Shared>,
+    op: &'static str,
+    agent: &str,
+    name: Option<&str>,
+    work: impl FnOnce(&Shared, &mut Engine<'_>, &str) -> Result<T, crate::Error> + Send + 'static,
+) -> Result<(T, Vec<String>), Response> {
+    let typed = typed_ref(agent, name);
+    // Parsing is pure and cheap: it names the sandbox whose gate to take.
+    let sandbox = match Session::parse(&typed, &shared.registry) {
+        Ok(session) => session.sandbox().to_owned(),
+        Err(err) => return Err(failure(&err.into(), Vec::new())),
+    };
+    tracing::info!("{op} {sandbox}");
+    // Held across the whole blocking call: the second of two concurrent
+    // ensures waits here, then finds the sandbox running and boots nothing.
+    let _gate = shared.inventory.gate(&sandbox).lock_owned().await;
+    let outcome = blocking(shared, move |shared| {
+        let mut engine = match engine(shared) {
+            Ok(engine) => engine,
+            Err(err) => return (Err(err), Vec::new()),
+        };
+        let result = work(shared, &mut engine, &typed);
+        (result, engine.warnings.lines().to_vec())
+    })
+    .await?;
+    match outcome {
+        (Ok(value), warnings) => Ok((value, warnings)),
+        (Err(err), warnings) => {
+            tracing::info!("{op} {sandbox} failed: {}", chain(&err));
+            Err(failure(&err, warnings))
+        }
+    }
 }
 
 /// Run blocking engine work on the blocking pool. A panic in it becomes a
