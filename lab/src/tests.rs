@@ -32,28 +32,18 @@ fn parse_err(text: &str) -> String {
     format!("{:#}", Scenario::parse(text).unwrap_err())
 }
 
-#[test]
-fn unknown_top_level_field_is_refused_by_name() {
-    let err = parse_err("about: x\nstesp: []\nsteps: [{brig: [version]}]\n");
-    assert!(err.contains("stesp"), "{err}");
-}
-
-#[test]
-fn unknown_expectation_field_is_refused_by_name() {
-    let err = parse_err("about: x\nsteps:\n  - brig: [version]\n    expect: {exit: 0, stdout: {contain: [x]}}\n");
-    assert!(err.contains("contain"), "{err}");
-}
-
-#[test]
-fn unknown_need_is_refused() {
-    let err = parse_err("about: x\nneeds: [kvm]\nsteps: [{brig: [version]}]\n");
-    assert!(err.contains("kvm"), "{err}");
-}
-
-#[test]
-fn about_is_required() {
-    let err = parse_err("steps: [{brig: [version]}]\n");
-    assert!(err.contains("about"), "{err}");
+/// Each mistake in a scenario file is refused, and the message names it.
+#[rstest::rstest]
+#[case::unknown_top_level_field("about: x\nstesp: []\nsteps: [{brig: [version]}]\n", "stesp")]
+#[case::unknown_expectation_field(
+    "about: x\nsteps:\n  - brig: [version]\n    expect: {exit: 0, stdout: {contain: [x]}}\n",
+    "contain"
+)]
+#[case::unknown_need("about: x\nneeds: [kvm]\nsteps: [{brig: [version]}]\n", "kvm")]
+#[case::about_is_required("steps: [{brig: [version]}]\n", "about")]
+fn scenario_mistakes_are_refused_by_name(#[case] text: &str, #[case] named: &str) {
+    let err = parse_err(text);
+    assert!(err.contains(named), "{err}");
 }
 
 #[test]
