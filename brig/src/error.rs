@@ -17,6 +17,8 @@ pub enum Error {
     #[error(transparent)]
     Runtime(#[from] crate::runtime::Error),
     #[error(transparent)]
+    Engine(#[from] crate::engine::Error),
+    #[error(transparent)]
     Usage(#[from] crate::cli::UsageError),
     /// A host file operation brig needed and could not do.
     #[error("cannot {action} {}", path.display())]

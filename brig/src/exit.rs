@@ -62,6 +62,7 @@ pub fn exit_code(err: &Error) -> Code {
         Error::Session(e) => session_code(e),
         Error::Setting(_) => Code::Usage,
         Error::Runtime(e) => runtime_code(e),
+        Error::Engine(e) => engine_code(e),
         Error::Usage(_) => Code::Usage,
         Error::Io { .. } | Error::NeedsConfirmation { .. } | Error::Stdout(_) | Error::NoHome { .. } => Code::Failure,
         Error::SecretsUnavailable { .. } => Code::Credentials,
@@ -105,12 +106,21 @@ fn session_code(err: &crate::session::Error) -> Code {
         E::UnknownAgent { .. } => Code::NotFound,
         E::NoStateDir
         | E::Symlink { .. }
+        | E::NotAFile { .. }
         | E::NotADirectory { .. }
         | E::NoProject { .. }
         | E::BadSandboxName { .. }
         | E::IndexCorrupt { .. }
         | E::IndexEncode { .. }
         | E::Io { .. } => Code::Failure,
+    }
+}
+
+fn engine_code(err: &crate::engine::Error) -> Code {
+    use crate::engine::Error as E;
+    match err {
+        E::BadImage { .. } | E::UnmountablePath { .. } | E::UnusableName { .. } => Code::Usage,
+        E::GuiNotHere { .. } | E::Incomplete => Code::Failure,
     }
 }
 
@@ -122,7 +132,8 @@ fn runtime_code(err: &crate::runtime::Error) -> Code {
         | E::BadBinary { .. }
         | E::KindNotFound { .. }
         | E::UnknownDialect { .. }
-        | E::NotYetSupported { .. } => Code::NoRuntime,
+        | E::NotYetSupported { .. }
+        | E::ShimMissing { .. } => Code::NoRuntime,
         E::NoSuchSandbox { .. } => Code::NotFound,
         E::ContainerRefused { .. } => Code::Unenforceable,
         E::Unreachable { .. }

@@ -51,6 +51,19 @@ impl RunBrig for Scratch {
     }
 }
 
+/// `info` on the scratch PATH, where no runtime is installed: the plan is
+/// printed, refused with exit 4 as `run` would be.
+fn info_without_runtime(s: &Scratch, args: &[&str], extra: &[(&str, &str)]) -> Value {
+    let mut full = vec!["info"];
+    full.extend_from_slice(args);
+    full.push("--json");
+    let run = s.brig_env(&full, extra);
+    assert_exit(&run, 4, &["no container runtime found"]);
+    let json = run.json();
+    assert_eq!(json["data"]["refused"]["code"], 4, "{json}");
+    json
+}
+
 fn assert_exit(run: &Run, code: i32, stderr_has: &[&str]) {
     assert_eq!(run.code, code, "exit code; stdout:\n{}\nstderr:\n{}", run.stdout, run.stderr);
     for needle in stderr_has {
@@ -85,9 +98,7 @@ fn unknown_agent_is_not_found() {
 #[test]
 fn info_reports_sandbox_and_default_home() {
     let s = Scratch::new("brig-cli", "info");
-    let run = s.brig(&["info", "claude@refactor", "--json"]);
-    assert_exit(&run, 0, &[]);
-    let json = run.json();
+    let json = info_without_runtime(&s, &["claude@refactor"], &[]);
     assert_eq!(json["apiVersion"], "brig.sh/v1alpha1");
     assert_eq!(json["kind"], "Info");
     assert_eq!(json["data"]["sandbox"], "brig-claude-code-refactor");
@@ -106,24 +117,23 @@ fn info_reports_sandbox_and_default_home() {
 #[test]
 fn named_home_gets_the_label_suffix() {
     let s = Scratch::new("brig-cli", "named-home");
-    let run = s.brig(&["info", "claude@refactor", "--home", "/x", "--json"]);
-    assert_exit(&run, 0, &[]);
-    assert_eq!(run.json()["data"]["workspace"], "/x-refactor");
-    assert_eq!(run.json()["data"]["workspaceSource"], "named");
+    let json = info_without_runtime(&s, &["claude@refactor", "--home", "/x"], &[]);
+    assert_eq!(json["data"]["workspace"], "/x-refactor");
+    assert_eq!(json["data"]["workspaceSource"], "named");
 
-    let run = s.brig_env(&["info", "claude", "--json"], &[("BRIG_WORKSPACE", "/w")]);
-    assert_eq!(run.json()["data"]["workspace"], "/w");
-    let run =
-        s.brig_env(&["info", "claude@a", "--json"], &[("BRIG_CLAUDE_CODE_WORKSPACE", "/c"), ("BRIG_WORKSPACE", "/w")]);
-    assert_eq!(run.json()["data"]["workspace"], "/c-a");
+    let json = info_without_runtime(&s, &["claude"], &[("BRIG_WORKSPACE", "/w")]);
+    assert_eq!(json["data"]["workspace"], "/w");
+    let json =
+        info_without_runtime(&s, &["claude@a"], &[("BRIG_CLAUDE_CODE_WORKSPACE", "/c"), ("BRIG_WORKSPACE", "/w")]);
+    assert_eq!(json["data"]["workspace"], "/c-a");
 }
 
 #[test]
 fn info_human_output_names_every_part() {
     let s = Scratch::new("brig-cli", "info-human");
     let run = s.brig(&["info", "codex"]);
-    assert_exit(&run, 0, &[]);
-    for needle in ["brig-codex", "none found", "isolated", "warn", "codex-stock"] {
+    assert_exit(&run, 4, &["no container runtime found"]);
+    for needle in ["brig-codex", "none found", "isolated", "warn", "codex-stock", "REFUSED", "exit 4"] {
         assert!(run.stdout.contains(needle), "stdout lacks {needle:?}:\n{}", run.stdout);
     }
 }
@@ -151,13 +161,12 @@ const CLAUDE_FILE_PROFILE: &str =
 fn a_file_profile_named_claude_wins_over_the_alias() {
     let s = Scratch::new("brig-cli", "alias");
     s.write_profile("mine.yaml", CLAUDE_FILE_PROFILE);
-    let run = s.brig(&["info", "claude", "--json"]);
-    assert_exit(&run, 0, &[]);
-    assert_eq!(run.json()["data"]["agent"], "claude");
-    assert_eq!(run.json()["data"]["sandbox"], "brig-claude");
+    let json = info_without_runtime(&s, &["claude"], &[]);
+    assert_eq!(json["data"]["agent"], "claude");
+    assert_eq!(json["data"]["sandbox"], "brig-claude");
     // The built-in stays reachable by its full name.
-    let run = s.brig(&["info", "claude-code", "--json"]);
-    assert_eq!(run.json()["data"]["sandbox"], "brig-claude-code");
+    let json = info_without_runtime(&s, &["claude-code"], &[]);
+    assert_eq!(json["data"]["sandbox"], "brig-claude-code");
 }
 
 #[test]
@@ -275,4 +284,54 @@ fn completion_scripts_are_printed() {
         assert!(run.stdout.contains("brig"), "{shell}");
     }
     assert_exit(&s.brig(&["completion", "tcsh"]), 2, &[]);
+}
+
+/// One input, one refusal: every verb that plans a run (`info`, `plan`,
+/// `run`, `sh`) refuses it with the same exit code and the same words, and
+/// nothing is created on disk first.
+#[test]
+fn every_verb_meets_the_same_refusal() {
+    let s = Scratch::new("brig-cli", "same-refusal");
+    s.write_profile(
+        "needs.yaml",
+        &CLAUDE_FILE_PROFILE
+            .replace("name: claude", "name: needs")
+            .replace("cpus: 1\n", "cpus: 1\nsecrets: [api-key]\n"),
+    );
+    let colon = s.path("a:b");
+    std::fs::create_dir_all(&colon).unwrap();
+    /// (case, words after the verb, environment, exit code, words the error says)
+    type Case<'a> = (&'a str, &'a [&'a str], &'a [(&'a str, &'a str)], i32, &'a str);
+    let cases: &[Case<'_>] = &[
+        ("ready-timeout", &["claude"], &[("BRIG_READY_TIMEOUT", "soon")], 2, "BRIG_READY_TIMEOUT"),
+        ("allow-denied", &["claude"], &[("BRIG_ALLOW_DENIED", "perhaps")], 2, "BRIG_ALLOW_DENIED"),
+        ("image-option", &["--image=--privileged", "claude"], &[], 2, "starts with '-'"),
+        ("image-env-option", &["claude"], &[("BRIG_IMAGE", "-v/:/host")], 2, "BRIG_IMAGE"),
+        ("label-separators", &["claude@a..b"], &[], 2, "brig-claude-code-a..b"),
+        ("label-length", &["claude@aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa"], &[], 2, "at most"),
+        // The secret is decided before the runtime: both settings are wrong,
+        // and every verb names the secret.
+        ("secret-before-runtime", &["needs"], &[("BRIG_RUNTIME_BIN", "/no/such/nerdctl")], 6, "api-key"),
+        ("runtime-setting", &["claude"], &[("BRIG_RUNTIME_BIN", "/no/such/nerdctl")], 4, "BRIG_RUNTIME_BIN"),
+        ("gui-profile", &["claude-desktop"], &[], 1, "macOS"),
+    ];
+    for (name, args, env, code, words) in cases {
+        for verb in ["info", "plan", "run", "sh"] {
+            let mut line = vec![verb];
+            if verb == "run" {
+                line.push("-d");
+            }
+            // `info` takes only --image of the run flags.
+            line.extend(args.iter().copied());
+            let run = s.brig_env(&line, env);
+            assert_eq!(run.code, *code, "{name}: brig {line:?}\nstderr: {}", run.stderr);
+            assert!(run.stderr.contains(words), "{name}: brig {line:?} does not say {words:?}:\n{}", run.stderr);
+        }
+    }
+    let run = s.brig(&["plan", "claude", colon.to_str().unwrap()]);
+    assert_exit(&run, 2, &["a:b", "':'"]);
+    assert!(run.stdout.contains("REFUSED"), "{}", run.stdout);
+    let run = s.brig(&["run", "-d", "claude", colon.to_str().unwrap()]);
+    assert_exit(&run, 2, &["a:b"]);
+    assert!(!s.state().join("homes").exists(), "a refused run created a home");
 }

@@ -1,19 +1,20 @@
-//! `brig info <ref>`: the execution envelope of a run, without booting
-//! anything and without creating anything on disk.
+//! `brig info <ref>`: the execution envelope of a run — the engine's plan
+//! for it — without booting anything and without creating anything on disk.
+//! A refused run prints what was decided and a REFUSED row, and exits with
+//! the code `run` would exit with.
 
 use std::path::PathBuf;
 
-use serde::Serialize;
-
 use crate::Error;
+use crate::cli::plan::{PlanData, escaped};
 use crate::cli::{Context, print};
+use crate::engine::{Engine, Prompts, Request};
 use crate::exit::Code;
 use crate::json::Envelope;
-use crate::profile::Profile;
 use crate::profile::Registry;
-use crate::runtime::{self, DEFAULT_SHIM, Isolation, Kind};
-use crate::session::{HomeSource, Index, Session, home};
-use crate::settings::{Network, Settings, Verify};
+use crate::runtime::Isolation;
+use crate::session::HomeSource;
+use crate::warn::Warnings;
 
 #[derive(Debug, clap::Args)]
 pub struct InfoArgs {
@@ -31,141 +32,32 @@ pub struct InfoArgs {
     pub name: Option<String>,
 }
 
-#[derive(Debug, Serialize)]
-#[serde(rename_all = "camelCase")]
-struct InfoData {
-    #[serde(rename = "ref")]
-    reference: String,
-    agent: String,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    label: Option<String>,
-    sandbox: String,
-    /// `null` when no runtime was found.
-    isolation: Option<Isolation>,
-    runtime: Option<RuntimeInfo>,
-    workspace: PathBuf,
-    workspace_source: &'static str,
-    project: Option<PathBuf>,
-    image: String,
-    verify: Verify,
-    network: Network,
-    credentials: Vec<Credential>,
-}
-
-#[derive(Debug, Serialize)]
-#[serde(rename_all = "camelCase")]
-struct RuntimeInfo {
-    kind: Kind,
-    binary: PathBuf,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    shim: Option<String>,
-}
-
-#[derive(Debug, Serialize)]
-#[serde(rename_all = "camelCase")]
-struct Credential {
-    name: String,
-    from: &'static str,
-    required: bool,
-}
-
 pub fn run(args: InfoArgs, ctx: &Context) -> Result<Code, Error> {
-    let env = &ctx.env;
-    let registry = Registry::load(env);
+    let registry = Registry::load(&ctx.env);
     for line in registry.warnings() {
         crate::warn::now(line);
     }
-    let (session, name_warning) = Session::parse_with_name(&args.reference, args.name.as_deref(), &registry)?;
-    if let Some(line) = name_warning {
-        crate::warn::now(line);
-    }
-    let entry = registry.resolve(session.agent())?;
-    let profile = &entry.profile;
-    let settings = Settings::new(env, session.agent());
-
-    let cwd = std::env::current_dir().map_err(|e| Error::io("read the current directory", ".", e))?;
-    let home_flag = args.home.as_ref().map(|p| p.to_string_lossy().into_owned());
-    let guest_home = home::resolve_home(&session, home_flag.as_deref(), env, &cwd)?;
-    let state_dir = home::state_dir(env, &cwd)?;
-    let record = Index::load(&state_dir)?.get(session.sandbox()).cloned();
-
-    let verify = settings.resolve::<Verify>(None, "VERIFY", None, None, Verify::Warn)?.value;
-    let recorded_network =
-        record.as_ref().and_then(|r| r.network.as_deref()).and_then(<Network as crate::settings::Enumerated>::parse);
-    let network =
-        settings.resolve::<Network>(None, "NETWORK", recorded_network, profile.network, Network::Isolated)?.value;
-    let image = match (&args.image, settings.variable("IMAGE")) {
-        (Some(image), _) => image.clone(),
-        (None, Some((_, image))) => image.to_owned(),
-        (None, None) => profile.image.clone(),
+    let mut engine = Engine::new(&ctx.env, &registry, Prompts::Nobody, Warnings::stderr())?;
+    let (session, profile) = engine.session(&args.reference, args.name.as_deref())?;
+    let request = Request {
+        home_flag: args.home.as_ref().map(|p| p.to_string_lossy().into_owned()),
+        image: args.image.clone(),
+        ..Request::bare(session, profile)
     };
-
-    // info degrades to "none found" when nothing is installed, but a setting
-    // that points at nothing is an error the user must fix (exit 4).
-    let runtime = match runtime::resolve(env, Some((&profile.name, profile.runtime_bin.as_deref()))) {
-        Ok(resolved) => Some(resolved),
-        Err(runtime::Error::NoneFound) => None,
-        Err(err) => return Err(err.into()),
-    };
-    let runtime_info = runtime.as_ref().map(|r| RuntimeInfo {
-        kind: r.kind,
-        binary: r.bin.clone(),
-        shim: (r.kind == Kind::Nerdctl).then(|| env.get("BRIG_CONTAINERD_RUNTIME").unwrap_or(DEFAULT_SHIM).to_owned()),
-    });
-    // The adapter knows which isolation its runtime gives as configured,
-    // without booting anything.
-    let isolation = match &runtime {
-        Some(resolved) => Some(runtime::open(resolved, env, None)?.isolation()?),
-        None => None,
-    };
-
-    // Like a run, info cannot resolve a required secret without a store.
-    let required: Vec<String> = profile.secrets.iter().filter(|s| s.required).map(|s| s.name.clone()).collect();
-    if !required.is_empty() {
-        return Err(Error::SecretsUnavailable { profile: profile.name.clone(), names: required });
-    }
-
-    let data = InfoData {
-        reference: session.typed().to_owned(),
-        agent: session.agent().to_owned(),
-        label: session.label().map(str::to_owned),
-        sandbox: session.sandbox().to_owned(),
-        isolation,
-        runtime: runtime_info,
-        workspace: guest_home.path.clone(),
-        workspace_source: match guest_home.source {
-            HomeSource::Default => "default",
-            HomeSource::Named { .. } => "named",
-            HomeSource::Legacy => "legacy",
-        },
-        project: record.as_ref().and_then(|r| r.project.clone()),
-        image,
-        verify,
-        network,
-        credentials: credentials(profile),
-    };
+    let plan = engine.plan(&request);
+    let data = PlanData::from_plan(&plan);
     if ctx.json {
         print(format!("{}\n", Envelope::new("Info", &data).to_line()))?;
     } else {
-        print(render(&data, &guest_home.source, ctx))?;
+        print(render(&data, plan.home.as_ref().map(|h| &h.source), ctx))?;
     }
-    Ok(Code::Success)
+    match plan.refused {
+        Some(err) => Err(err),
+        None => Ok(Code::Success),
+    }
 }
 
-/// Credentials by name: declared secrets, then variables bound to the host
-/// environment or the store. Never a value.
-fn credentials(profile: &Profile) -> Vec<Credential> {
-    let names = profile.credential_names();
-    let secrets = names.secrets.into_iter().map(|name| Credential {
-        required: profile.secret(&name).is_some_and(|d| d.required),
-        name,
-        from: "secret",
-    });
-    let env = names.env.into_iter().map(|name| Credential { name, from: "env", required: false });
-    secrets.chain(env).collect()
-}
-
-fn render(data: &InfoData, source: &HomeSource, ctx: &Context) -> String {
+fn render(data: &PlanData, source: Option<&HomeSource>, ctx: &Context) -> String {
     let runtime = match &data.runtime {
         Some(r) => match &r.shim {
             Some(shim) => format!("{} ({}), shim {shim}", r.kind, r.binary.display()),
@@ -181,16 +73,18 @@ fn render(data: &InfoData, source: &HomeSource, ctx: &Context) -> String {
         Some(Isolation::Microvm) => "microvm".to_owned(),
         None => "unknown (no runtime)".to_owned(),
     };
-    let workspace = match source {
-        HomeSource::Default => format!("{} (created by brig, removed by brig rm)", data.workspace.display()),
-        HomeSource::Named { setting } => {
-            format!("{} (from {setting}; brig never deletes it)", data.workspace.display())
+    let workspace = match (&data.workspace, source) {
+        (Some(path), Some(HomeSource::Default)) => {
+            format!("{} (created by brig, removed by brig rm)", escaped(&path.display().to_string()))
         }
-        HomeSource::Legacy => format!("{} (kept from an older release)", data.workspace.display()),
+        (Some(path), Some(HomeSource::Named { setting })) => {
+            format!("{} (from {setting}; brig never deletes it)", escaped(&path.display().to_string()))
+        }
+        (Some(path), _) => format!("{} (kept from an older release)", escaped(&path.display().to_string())),
+        (None, _) => "-".to_owned(),
     };
     let project = match &data.project {
-        Some(p) if p.is_dir() => format!("{} (remembered)", p.display()),
-        Some(p) => format!("{} (remembered, but no longer on disk)", p.display()),
+        Some(p) => escaped(&p.display().to_string()),
         None => "none".to_owned(),
     };
     let credentials = if data.credentials.is_empty() {
@@ -202,19 +96,24 @@ fn render(data: &InfoData, source: &HomeSource, ctx: &Context) -> String {
             .collect::<Vec<_>>()
             .join(", ")
     };
-    let rows = [
+    let dash = |v: Option<String>| v.unwrap_or_else(|| "-".to_owned());
+    let mut rows = vec![
         ("ref", data.reference.clone()),
         ("agent", data.agent.clone()),
         ("sandbox", data.sandbox.clone()),
+        ("action", dash(data.action.map(str::to_owned))),
         ("isolation", isolation),
         ("runtime", runtime),
         ("workspace", workspace),
         ("project", project),
-        ("image", data.image.clone()),
-        ("verify", data.verify.to_string()),
-        ("network", data.network.to_string()),
+        ("image", dash(data.image.clone())),
+        ("verify", dash(data.verify.map(|v| v.to_string()))),
+        ("network", dash(data.network.map(|n| n.to_string()))),
         ("credentials", credentials),
     ];
+    if let Some(refused) = &data.refused {
+        rows.push(("REFUSED", format!("exit {}: {}", refused.code, escaped(&refused.error))));
+    }
     rows.iter().map(|(k, v)| format!("{k:<12} {v}\n")).collect()
 }
 

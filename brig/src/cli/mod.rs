@@ -8,6 +8,7 @@ mod doctor;
 mod info;
 mod logs;
 mod ls;
+mod plan;
 mod rm;
 mod run;
 mod stop;
@@ -68,6 +69,8 @@ pub enum Verb {
     Logs(logs::LogsArgs),
     /// Show what a run would do, without booting anything.
     Info(info::InfoArgs),
+    /// Show what a run would be allowed to do, or why it would be refused.
+    Plan(plan::PlanArgs),
     /// Manage agent profiles.
     #[command(subcommand)]
     Agent(agent::AgentCommand),
@@ -109,6 +112,7 @@ pub fn main(args: impl IntoIterator<Item = OsString>) -> Outcome {
         Verb::Ls(args) => ls::run(args, &ctx).map(Outcome::from),
         Verb::Logs(args) => logs::run(args, &ctx).map(Outcome::from),
         Verb::Info(args) => info::run(args, &ctx).map(Outcome::from),
+        Verb::Plan(args) => plan::run(args, &ctx).map(Outcome::from),
         Verb::Agent(command) => agent::run(command, &ctx.env, ctx.json).map(Outcome::from),
         Verb::Doctor(args) => doctor::run(args, &ctx).map(Outcome::from),
         Verb::Version(args) => version::run(args, &ctx).map(Outcome::from),

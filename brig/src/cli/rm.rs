@@ -10,11 +10,11 @@ use std::io::{BufRead, IsTerminal, Write};
 
 use crate::Error;
 use crate::cli::{Context, UsageError, print};
-use crate::engine::{Engine, Facts, Prompts, network_name};
+use crate::engine::{Engine, Facts, Prompts};
 use crate::exit::Code;
 use crate::profile::Registry;
-use crate::runtime::{self, Listed, Runtime, State};
-use crate::session::{Index, home};
+use crate::runtime::{Listed, Runtime, State};
+use crate::session::Index;
 use crate::warn::Warnings;
 
 #[derive(Debug, clap::Args)]
@@ -48,11 +48,7 @@ pub fn run(args: RmArgs, ctx: &Context) -> Result<Code, Error> {
     let typed = args.reference.as_deref().unwrap_or_default();
     let (session, profile) = engine.session(typed, args.name.as_deref())?;
     let runtime = engine.open_runtime_for_listing(Some(&profile))?;
-    let listing = runtime.list()?;
-    let Some(listed) = listing.iter().find(|l| l.name == session.sandbox()) else {
-        return Err(runtime::Error::NoSuchSandbox { name: session.sandbox().to_owned() }.into());
-    };
-    let report = remove(&engine, runtime.as_ref(), listed, args.dry_run)?;
+    let report = engine.remove(runtime.as_ref(), session.sandbox(), args.dry_run)?.report(args.dry_run);
     if !ctx.quiet {
         print(report)?;
     }
@@ -121,56 +117,7 @@ fn confirm(question: &str) -> bool {
     matches!(answer.trim().to_ascii_lowercase().as_str(), "y" | "yes")
 }
 
-/// Stop and remove one sandbox and its own network, delete its home if brig
-/// created it, and drop its record. Returns what it did, one line each.
-fn remove(engine: &Engine<'_>, runtime: &dyn Runtime, listed: &Listed, dry_run: bool) -> Result<String, Error> {
-    let sandbox = listed.name.as_str();
-    let state_dir = engine.state_dir();
-    let record = Index::load(state_dir)?.get(sandbox).cloned();
-    let Facts { home: home_path, home_created: created, .. } = Facts::read(listed, record.as_ref(), &[]);
-    // Only the default home of this very sandbox under this state dir is
-    // brig's to delete, whatever a label or record claims.
-    let default_home = home::default_home_path(state_dir, sandbox);
-    let deletes_home = created != Some(false) && home_path.as_deref().is_none_or(|p| p == default_home);
-    let mut out = String::new();
-    if dry_run {
-        out.push_str(&format!("would remove {sandbox}\n"));
-        if deletes_home && default_home.exists() {
-            out.push_str(&format!("would delete its home {}\n", default_home.display()));
-        } else if let Some(p) = &home_path {
-            out.push_str(&format!("would keep its home {}\n", p.display()));
-        }
-        return Ok(out);
-    }
-    if listed.state == State::Running {
-        runtime.stop(sandbox)?;
-    }
-    runtime.remove(sandbox)?;
-    runtime.remove_network(&network_name(sandbox))?;
-    out.push_str(&format!("removed {sandbox}\n"));
-    let mut emptied = false;
-    if deletes_home {
-        emptied = home::remove_default_home(state_dir, sandbox)?;
-        if emptied {
-            out.push_str(&format!("deleted its home {}\n", default_home.display()));
-        }
-    } else if let Some(p) = &home_path {
-        out.push_str(&format!("kept its home {}\n", p.display()));
-    }
-    Index::update(state_dir, |index| {
-        match (index.get(sandbox).cloned(), emptied) {
-            // Keep a marker so the next run says it starts from an empty home.
-            (Some(mut record), true) => {
-                record.project = None;
-                record.network = None;
-                record.image = None;
-                record.emptied_home = true;
-                index.insert(sandbox.to_owned(), record);
-            }
-            _ => {
-                index.remove(sandbox);
-            }
-        }
-    })?;
-    Ok(out)
+/// Remove one listed sandbox through the engine, under its lock.
+fn remove(engine: &mut Engine<'_>, runtime: &dyn Runtime, listed: &Listed, dry_run: bool) -> Result<String, Error> {
+    Ok(engine.remove(runtime, &listed.name, dry_run)?.report(dry_run))
 }

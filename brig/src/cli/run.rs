@@ -173,7 +173,7 @@ impl RunReport<'_> {
     }
 }
 
-fn network_flag(options: &SandboxOptions) -> Result<Option<Network>, Error> {
+pub(super) fn network_flag(options: &SandboxOptions) -> Result<Option<Network>, Error> {
     match (options.offline, options.network) {
         (true, Some(network)) if network != Network::Offline => {
             Err(crate::settings::Error::OfflineWithNetwork { network }.into())

@@ -5,7 +5,6 @@ use crate::cli::{Context, print};
 use crate::engine::{Engine, Prompts};
 use crate::exit::Code;
 use crate::profile::Registry;
-use crate::runtime::{self, State};
 use crate::warn::Warnings;
 
 #[derive(Debug, clap::Args)]
@@ -23,18 +22,9 @@ pub fn run(args: StopArgs, ctx: &Context) -> Result<Code, Error> {
     let mut engine = Engine::new(&ctx.env, &registry, Prompts::Nobody, Warnings::stderr())?;
     let (session, profile) = engine.session(&args.reference, args.name.as_deref())?;
     let runtime = engine.open_runtime_for_listing(Some(&profile))?;
-    let listing = runtime.list()?;
-    let sandbox = session.sandbox();
-    match listing.iter().find(|l| l.name == sandbox).map(|l| l.state) {
-        None => Err(runtime::Error::NoSuchSandbox { name: sandbox.to_owned() }.into()),
-        // Stopping what is not running is success: the user's intent holds.
-        Some(State::Stopped) => Ok(Code::Success),
-        Some(State::Running) => {
-            runtime.stop(sandbox)?;
-            if !ctx.quiet {
-                print(format!("stopped {sandbox}\n"))?;
-            }
-            Ok(Code::Success)
-        }
+    // Stopping what is not running is success: the user's intent holds.
+    if engine.stop(runtime.as_ref(), session.sandbox())?.1 && !ctx.quiet {
+        print(format!("stopped {}\n", session.sandbox()))?;
     }
+    Ok(Code::Success)
 }

@@ -3,20 +3,38 @@
 //! labels and the network.
 
 use super::Engine;
-use super::ensure::BootInput;
+use super::plan::{MountKind, Ready, mounts};
 use crate::Error;
 use crate::profile::{EnvSource, Profile, Ref};
 use crate::runtime::adapter::label;
 use crate::runtime::{BootSpec, NetworkAttach, Runtime, Tmpfs};
-use crate::session::{HomeSource, PreparedHome, project};
+use crate::session::{GuestHome, HomeSource};
 use crate::settings::{Network, Settings};
 
 /// The network every `shared` sandbox joins.
 pub const SHARED_NETWORK: &str = "brig-shared";
 
-/// The network of one `isolated` sandbox: its own, named after it.
+/// What an isolated sandbox's network name adds to the sandbox name.
+pub const NETWORK_SUFFIX: &str = "-net";
+
+/// The network of one `isolated` sandbox: its own, named after it. The plan
+/// refused sandbox names too long or shaped so this name would not be a
+/// valid identifier.
 pub fn network_name(sandbox: &str) -> String {
-    format!("{sandbox}-net")
+    format!("{sandbox}{NETWORK_SUFFIX}")
+}
+
+/// containerd's identifier rule, which nerdctl applies to container and
+/// network names: letters and digits, one `.`, `_` or `-` between them, at
+/// most 76 characters.
+pub fn is_identifier(name: &str) -> bool {
+    let bytes = name.as_bytes();
+    let separator = |b: u8| matches!(b, b'.' | b'_' | b'-');
+    name.len() <= 76
+        && bytes.first().is_some_and(u8::is_ascii_alphanumeric)
+        && bytes.last().is_some_and(u8::is_ascii_alphanumeric)
+        && bytes.iter().all(|&b| b.is_ascii_alphanumeric() || separator(b))
+        && !bytes.windows(2).any(|w| separator(w[0]) && separator(w[1]))
 }
 
 /// Make sure the network a posture needs exists.
@@ -40,45 +58,42 @@ pub fn with_network(mut spec: BootSpec, attach: NetworkAttach) -> BootSpec {
     spec
 }
 
-pub(super) fn spec(engine: &mut Engine<'_>, input: &BootInput<'_>, home: &PreparedHome) -> Result<BootSpec, Error> {
-    let profile = &input.req.profile;
-    let mut binds = vec![(home.path.clone(), profile.guest_home.clone())];
-    // Hostmounts keep one path of a memory-backed mount on host disk: the
-    // host side is made inside the home through its handle, so a link planted
-    // in the home cannot send the write elsewhere.
-    for mount in profile.hostmounts() {
-        let made = if mount.file {
-            home.dir.open_with(&mount.path, cap_std::fs::OpenOptions::new().create(true).append(true)).map(drop)
-        } else {
-            home.dir.create_dir_all(&mount.path)
-        };
-        made.map_err(|e| Error::io("prepare the hostmount", home.path.join(&mount.path), e))?;
-        binds.push((home.path.join(&mount.path), mount.target.clone()));
-    }
-    if let Some(project) = input.project {
-        binds.push((project.to_path_buf(), project::guest_path(project)));
-    }
-    let tmpfs = profile.tmpfs_mounts().into_iter().map(|m| Tmpfs { path: m.target, options: m.options }).collect();
+/// The runtime's boot spec for a plan, with `home` (the plan's, or the
+/// legacy home an existing sandbox was found with) as the guest home. The
+/// host side of every hostmount was made by `prepare` before this.
+pub(super) fn spec(engine: &mut Engine<'_>, plan: &Ready, home: &GuestHome) -> Result<BootSpec, Error> {
+    let profile = &plan.profile;
+    let planned = mounts(profile, &home.path, plan.project.as_deref());
+    let binds = planned
+        .iter()
+        .filter(|m| m.kind != MountKind::Tmpfs)
+        .filter_map(|m| m.host.clone().map(|host| (host, m.guest.clone())))
+        .collect();
+    let tmpfs = planned
+        .iter()
+        .filter(|m| m.kind == MountKind::Tmpfs)
+        .map(|m| Tmpfs { path: m.guest.clone(), options: m.options.clone().unwrap_or_default() })
+        .collect();
     let mut env = vec![
         ("HOME".to_owned(), profile.guest_home.clone()),
         ("BRIG_WORKSPACE".to_owned(), home.path.display().to_string()),
     ];
     env.extend(forwarded(engine, profile)?);
     let labels = vec![
-        (label::AGENT.to_owned(), input.req.session.agent().to_owned()),
-        (label::LABEL.to_owned(), input.req.session.label().unwrap_or_default().to_owned()),
-        (label::HOME.to_owned(), input.home.path.display().to_string()),
-        (label::HOME_CREATED.to_owned(), (input.home.source == HomeSource::Default).to_string()),
-        (label::PROJECT.to_owned(), input.project.map(|p| p.display().to_string()).unwrap_or_default()),
-        (label::NETWORK.to_owned(), input.resolved.network.to_string()),
-        (label::ISOLATION.to_owned(), input.isolation.to_string()),
+        (label::AGENT.to_owned(), plan.session.agent().to_owned()),
+        (label::LABEL.to_owned(), plan.session.label().unwrap_or_default().to_owned()),
+        (label::HOME.to_owned(), home.path.display().to_string()),
+        (label::HOME_CREATED.to_owned(), (home.source == HomeSource::Default).to_string()),
+        (label::PROJECT.to_owned(), plan.project.as_ref().map(|p| p.display().to_string()).unwrap_or_default()),
+        (label::NETWORK.to_owned(), plan.resolved.network.to_string()),
+        (label::ISOLATION.to_owned(), plan.isolation.to_string()),
     ];
     Ok(BootSpec {
-        name: input.req.session.sandbox().to_owned(),
-        image: input.resolved.image.clone(),
-        mem_mb: input.resolved.mem,
-        cpus: input.resolved.cpus,
-        pull: input.resolved.pull.map(|p| p.as_str()),
+        name: plan.session.sandbox().to_owned(),
+        image: plan.resolved.image.clone(),
+        mem_mb: plan.resolved.mem,
+        cpus: plan.resolved.cpus,
+        pull: plan.resolved.pull.map(|p| p.as_str()),
         network: NetworkAttach::None,
         binds,
         tmpfs,
@@ -158,5 +173,23 @@ mod tests {
     #[case("vault://", false)]
     fn unresolved_references(#[case] value: &str, #[case] want: bool) {
         assert_eq!(looks_like_reference(value), want);
+    }
+
+    #[rstest]
+    #[case::plain("brig-lab-agent-x-net", true)]
+    #[case::dots("brig-lab-agent-a..b-net", false)]
+    #[case::mixed("brig-lab-agent-a_-b-net", false)]
+    #[case::dot_dash("brig-a-.-b", false)]
+    #[case::single_separators("brig-a.b_c-d", true)]
+    #[case::trailing("brig-a-", false)]
+    fn containerd_identifiers(#[case] name: &str, #[case] ok: bool) {
+        assert_eq!(is_identifier(name), ok);
+    }
+
+    #[test]
+    fn the_longest_sandbox_name_has_a_usable_network() {
+        let sandbox = format!("brig-{}", "a".repeat(super::super::plan::MAX_SANDBOX_NAME - 5));
+        assert!(is_identifier(&network_name(&sandbox)));
+        assert!(!is_identifier(&network_name(&format!("{sandbox}a"))));
     }
 }

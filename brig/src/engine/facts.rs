@@ -79,6 +79,7 @@ mod tests {
             network: Some("shared".into()),
             image: None,
             emptied_home: false,
+            recreating: false,
         }
     }
 

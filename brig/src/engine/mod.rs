@@ -1,27 +1,57 @@
-//! The lifecycle both binaries share: resolve → prepare → boot → exec.
+//! The lifecycle both binaries share: plan, then apply.
 //!
-//! `brig run`, `brig sh` and brigd's `ensure` all come through
-//! [`Engine::ensure`], so there is no CLI-only or daemon-only opinion about
-//! how a sandbox is built. The engine never prompts when it was told there
-//! is nobody to ask (brigd): whatever would prompt refuses instead.
+//! [`Engine::plan`] decides everything about a request and touches nothing;
+//! [`Engine::apply`] acts on a plan under the sandbox's lock. `brig run`,
+//! `brig sh`, `brig info`, `brig plan` and brigd's `ensure` all plan through
+//! here, and `stop`, `rm` and brigd's `stop` change a sandbox only through
+//! [`Engine::stop`] and [`Engine::remove`], so there is no CLI-only or
+//! daemon-only opinion about a sandbox. The engine never prompts when it was
+//! told there is nobody to ask (brigd): whatever would prompt refuses instead.
 
+mod apply;
 mod boot;
-mod ensure;
 mod facts;
+pub mod lock;
+pub mod plan;
+mod prepare;
+mod remove;
 mod skills;
 
 use std::path::PathBuf;
 
+pub use apply::Ensured;
 pub use boot::{SHARED_NETWORK, network_name};
-pub use ensure::{Ensured, ProjectChoice, Request};
 pub use facts::Facts;
+pub use plan::{Action, Plan, ProjectChoice, Request};
+pub use remove::Removed;
 
-use crate::Error;
 use crate::environment::Environment;
 use crate::profile::{Profile, Registry};
 use crate::runtime::{self, Isolation, Listed, Runtime};
 use crate::session::{Session, home};
 use crate::warn::Warnings;
+
+/// Refusals the engine itself decides.
+#[derive(Debug, thiserror::Error)]
+pub enum Error {
+    /// A GUI agent needs a display the sandbox can draw on, which only
+    /// hull on macOS gives.
+    #[error("{profile} is a GUI agent, which runs only on macOS (hull); on this host use a terminal agent")]
+    GuiNotHere { profile: String },
+    #[error("image \"{image}\" (from {from}) {problem}")]
+    BadImage { image: String, from: String, problem: &'static str },
+    #[error(
+        "{what} {path} holds a ':', a ',', a '\"' or a control character, which the runtimes' mount syntax cannot carry; rename or move it"
+    )]
+    UnmountablePath { what: &'static str, path: String },
+    #[error(
+        "sandbox name {sandbox} is not one every runtime accepts (at most {max} characters, and a single '.', '_' or '-' between letters and digits); choose another label"
+    )]
+    UnusableName { sandbox: String, max: usize },
+    /// A plan used before it was complete: a bug, never a user's mistake.
+    #[error("internal error: a plan was applied before it was complete")]
+    Incomplete,
+}
 
 /// Whether anyone can answer a question.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -49,8 +79,8 @@ impl<'a> Engine<'a> {
         registry: &'a Registry,
         prompts: Prompts,
         warnings: Warnings,
-    ) -> Result<Self, Error> {
-        let cwd = std::env::current_dir().map_err(|e| Error::io("read the current directory", ".", e))?;
+    ) -> Result<Self, crate::Error> {
+        let cwd = std::env::current_dir().map_err(|e| crate::Error::io("read the current directory", ".", e))?;
         let state_dir = home::state_dir(env, &cwd)?;
         Ok(Engine { env, registry, prompts, warnings, cwd, state_dir })
     }
@@ -60,7 +90,7 @@ impl<'a> Engine<'a> {
     }
 
     /// Parse a ref (with the retiring `--name`) against this registry.
-    pub fn session(&mut self, typed: &str, name: Option<&str>) -> Result<(Session, Profile), Error> {
+    pub fn session(&mut self, typed: &str, name: Option<&str>) -> Result<(Session, Profile), crate::Error> {
         let (session, warning) = Session::parse_with_name(typed, name, self.registry)?;
         if let Some(line) = warning {
             self.warnings.push(line);
@@ -71,7 +101,7 @@ impl<'a> Engine<'a> {
 
     /// Resolve and open the runtime for a profile, reporting an implicit
     /// fallback once.
-    pub fn open_runtime(&mut self, profile: &Profile) -> Result<Box<dyn Runtime>, Error> {
+    pub fn open_runtime(&mut self, profile: &Profile) -> Result<Box<dyn Runtime>, crate::Error> {
         let resolved = runtime::resolve(self.env, Some((&profile.name, profile.runtime_bin.as_deref())))?;
         if let Some(notice) = resolved.fallback_notice() {
             self.warnings.push(notice);
@@ -84,12 +114,18 @@ impl<'a> Engine<'a> {
         Ok(runtime::open(&resolved, self.env, hypervisor)?)
     }
 
+    /// The plan a request would follow, made ready, or its refusal.
+    pub fn ensure(&mut self, req: &Request) -> Result<Ensured, crate::Error> {
+        let plan = self.plan(req).ready()?;
+        self.apply(plan)
+    }
+
     /// Apply the isolation rule to a sandbox that exists (its label says what
     /// it was booted with) or is about to boot (the runtime is asked): a
     /// plain-container runtime is refused (exit 7) unless
-    /// `BRIG_ALLOW_CONTAINER_ISOLATION` accepts it, and every accepted run
-    /// says so.
-    pub fn admit(&mut self, runtime: &dyn Runtime, existing: Option<&Listed>) -> Result<Isolation, Error> {
+    /// `BRIG_ALLOW_CONTAINER_ISOLATION` accepts it. Every accepted run says
+    /// so when it applies the plan.
+    pub fn admit(&self, runtime: &dyn Runtime, existing: Option<&Listed>) -> Result<Isolation, crate::Error> {
         let recorded = existing.and_then(|l| Facts::read(l, None, &[]).isolation).and_then(|v| match v.as_str() {
             "microvm" => Some(Isolation::Microvm),
             "container" => Some(Isolation::Container),
@@ -102,18 +138,10 @@ impl<'a> Engine<'a> {
         if isolation == Isolation::Container {
             let allowed = crate::settings::global::<crate::settings::Bool>(self.env, "BRIG_ALLOW_CONTAINER_ISOLATION")?
                 .is_some_and(|b| b.0);
-            let via = match runtime.kind() {
-                runtime::Kind::Nerdctl => {
-                    self.env.get("BRIG_CONTAINERD_RUNTIME").unwrap_or(runtime::DEFAULT_SHIM).to_owned()
-                }
-                kind => kind.to_string(),
-            };
+            let via = runtime.shim().map_or_else(|| runtime.kind().to_string(), str::to_owned);
             if !allowed {
                 return Err(runtime::Error::ContainerRefused { runtime: runtime.kind(), via }.into());
             }
-            self.warnings.push(format!(
-                "this sandbox is a container on the host's shared kernel ({via}), not a microVM; accepted because BRIG_ALLOW_CONTAINER_ISOLATION is set"
-            ));
         }
         Ok(isolation)
     }
@@ -121,7 +149,7 @@ impl<'a> Engine<'a> {
     /// The variables an exec in this profile's sandbox carries: the guest
     /// home as HOME, and the profile's bindings resolved now, so a value
     /// changed on the host since the boot arrives with the next exec.
-    pub fn exec_env(&mut self, profile: &Profile) -> Result<Vec<(String, String)>, Error> {
+    pub fn exec_env(&mut self, profile: &Profile) -> Result<Vec<(String, String)>, crate::Error> {
         let mut env = vec![("HOME".to_owned(), profile.guest_home.clone())];
         env.extend(boot::forwarded(self, profile)?);
         Ok(env)
@@ -129,7 +157,7 @@ impl<'a> Engine<'a> {
 
     /// The runtime for commands that only look (`ls`, `stop`, `rm`): no
     /// isolation rule, since nothing new is booted.
-    pub fn open_runtime_for_listing(&mut self, profile: Option<&Profile>) -> Result<Box<dyn Runtime>, Error> {
+    pub fn open_runtime_for_listing(&mut self, profile: Option<&Profile>) -> Result<Box<dyn Runtime>, crate::Error> {
         let resolved = runtime::resolve(self.env, profile.map(|p| (p.name.as_str(), p.runtime_bin.as_deref())))?;
         Ok(runtime::open(&resolved, self.env, None)?)
     }

@@ -39,6 +39,13 @@ pub struct Listed {
     pub labels: BTreeMap<String, String>,
 }
 
+/// One sandbox as the runtime has it now: its row and its mounts.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Found {
+    pub listed: Listed,
+    pub mounts: Vec<Mount>,
+}
+
 /// A mount of a sandbox, read back from the runtime.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Mount {
@@ -107,6 +114,23 @@ pub trait Runtime: std::fmt::Debug + Send + Sync {
     fn list(&self) -> Result<Vec<Listed>, Error>;
     /// The mounts of one sandbox; `None` when it does not exist.
     fn mounts(&self, name: &str) -> Result<Option<Vec<Mount>>, Error>;
+    /// One sandbox by name, or `None` when it does not exist. A verb about
+    /// one sandbox asks this rather than listing every container, so it
+    /// costs the same however many other sandboxes exist.
+    fn lookup(&self, name: &str) -> Result<Option<Found>, Error> {
+        let Some(listed) = self.list()?.into_iter().find(|l| l.name == name) else { return Ok(None) };
+        let mounts = self.mounts(name)?.unwrap_or_default();
+        Ok(Some(Found { listed, mounts }))
+    }
+    /// The shim or OCI runtime a sandbox is handed to, where brig names one.
+    fn shim(&self) -> Option<&str> {
+        None
+    }
+    /// Refuse (exit 4) before anything is created when the shim a boot
+    /// needs is not installed.
+    fn check_shim(&self) -> Result<(), Error> {
+        Ok(())
+    }
     fn boot(&self, spec: &BootSpec) -> Result<(), Error>;
     fn start(&self, name: &str) -> Result<(), Error>;
     fn stop(&self, name: &str) -> Result<(), Error>;

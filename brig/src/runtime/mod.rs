@@ -9,7 +9,7 @@ mod hull;
 mod oci;
 mod resolve;
 
-pub use adapter::{BootSpec, ExecSpec, Listed, Mount, NetworkAttach, Runtime, State, Tmpfs};
+pub use adapter::{BootSpec, ExecSpec, Found, Listed, Mount, NetworkAttach, Runtime, State, Tmpfs};
 pub use oci::{OciCli, runtime_words};
 pub use resolve::{Chosen, Resolved, resolve};
 
@@ -60,7 +60,7 @@ pub fn open(resolved: &Resolved, env: &Environment, hypervisor: Option<String>) 
     match resolved.kind {
         Kind::Nerdctl => {
             let shim = env.get("BRIG_CONTAINERD_RUNTIME").unwrap_or(DEFAULT_SHIM).to_owned();
-            Ok(Box::new(OciCli::new(Kind::Nerdctl, resolved.bin.clone(), Some(shim))))
+            Ok(Box::new(OciCli::nerdctl(resolved.bin.clone(), shim, env)))
         }
         Kind::Podman => Ok(Box::new(OciCli::podman(resolved.bin.clone(), &podman_config_files(env)))),
         Kind::Docker => Ok(Box::new(OciCli::new(Kind::Docker, resolved.bin.clone(), None))),
@@ -197,6 +197,12 @@ pub enum Error {
         "cannot tell what isolation the shim or runtime \"{shim}\" gives; set BRIG_CONTAINERD_RUNTIME to a known one"
     )]
     UnknownShim { shim: String },
+    /// The containerd shim a boot needs is not installed: refused before
+    /// anything is created.
+    #[error(
+        "the containerd shim {shim} is not installed ({binary} is not on PATH); install it, or choose a plain-container shim such as io.containerd.runc.v2 with BRIG_CONTAINERD_RUNTIME and accept container isolation with BRIG_ALLOW_CONTAINER_ISOLATION=1"
+    )]
+    ShimMissing { shim: String, binary: String },
     /// A plain-container runtime without the explicit opt-in.
     #[error(
         "{runtime} runs sandboxes as containers sharing the host kernel ({via}), not as microVMs; set BRIG_ALLOW_CONTAINER_ISOLATION=1 to accept that"

@@ -11,7 +11,7 @@ use std::time::Duration;
 
 use serde::Deserialize;
 
-use super::adapter::{BootSpec, ExecSpec, Listed, Mount, NetworkAttach, Runtime, State};
+use super::adapter::{BootSpec, ExecSpec, Found, Listed, Mount, NetworkAttach, Runtime, State};
 use super::{Error, Isolation, Kind, isolation_of};
 use crate::process::{self, Command};
 use crate::session::reference::SANDBOX_PREFIX;
@@ -29,6 +29,9 @@ pub struct OciCli {
     /// podman only: the OCI runtime its configuration names, passed to
     /// `podman run --runtime` so the configured runtime is the one used.
     podman_runtime: Option<String>,
+    /// nerdctl only: the shim's executable, when it was looked for and not
+    /// found; a boot is refused before anything is created.
+    shim_missing: Option<String>,
 }
 
 /// What podman runs when its configuration names no runtime.
@@ -36,7 +39,17 @@ const PODMAN_DEFAULT_RUNTIME: &str = "crun";
 
 impl OciCli {
     pub fn new(kind: Kind, bin: PathBuf, shim: Option<String>) -> Self {
-        OciCli { kind, bin, shim, podman_runtime: None }
+        OciCli { kind, bin, shim, podman_runtime: None, shim_missing: None }
+    }
+
+    /// A nerdctl adapter handing sandboxes to `shim`, which must be
+    /// installed where containerd finds it.
+    pub fn nerdctl(bin: PathBuf, shim: String, env: &crate::environment::Environment) -> Self {
+        let shim_missing = shim_executable(&shim).filter(|exe| match exe.strip_prefix('/') {
+            Some(_) => !Path::new(exe).is_file(),
+            None => super::resolve::lookup_path(env, exe).is_none(),
+        });
+        OciCli { kind: Kind::Nerdctl, bin, shim: Some(shim), podman_runtime: None, shim_missing }
     }
 
     /// A podman adapter using the runtime its configuration files name.
@@ -45,7 +58,7 @@ impl OciCli {
             .iter()
             .filter_map(|f| std::fs::read_to_string(f).ok())
             .fold(None, |found, text| engine_runtime(&text).or(found));
-        OciCli { kind: Kind::Podman, bin, shim: None, podman_runtime: runtime }
+        OciCli { kind: Kind::Podman, bin, shim: None, podman_runtime: runtime, shim_missing: None }
     }
 
     fn cmd(&self) -> Command {
@@ -137,6 +150,21 @@ pub fn engine_runtime(text: &str) -> Option<String> {
     found
 }
 
+/// The executable containerd runs for a runtime type:
+/// `io.containerd.urunc.v2` → `containerd-shim-urunc-v2`; an absolute path
+/// is itself. `None` for a name containerd resolves some other way.
+pub fn shim_executable(shim: &str) -> Option<String> {
+    if shim.starts_with('/') {
+        return Some(shim.to_owned());
+    }
+    match shim.split('.').collect::<Vec<_>>().as_slice() {
+        ["io", "containerd", name, version] if !name.is_empty() && !version.is_empty() => {
+            Some(format!("containerd-shim-{name}-{version}"))
+        }
+        _ => None,
+    }
+}
+
 fn is_missing(words: &str) -> bool {
     ["no such container", "no such object", "no container with name"].iter().any(|needle| words.contains(needle))
 }
@@ -225,7 +253,49 @@ pub fn parse_list(kind: Kind, stdout: &str) -> Result<Vec<Listed>, serde_json::E
 #[serde(rename_all = "PascalCase")]
 struct Inspected {
     #[serde(default)]
+    name: String,
+    #[serde(default)]
+    state: Option<InspectedState>,
+    #[serde(default)]
+    config: Option<InspectedConfig>,
+    #[serde(default)]
     mounts: Vec<InspectedMount>,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(rename_all = "PascalCase")]
+struct InspectedState {
+    #[serde(default)]
+    status: String,
+    #[serde(default)]
+    running: bool,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(rename_all = "PascalCase")]
+struct InspectedConfig {
+    #[serde(default)]
+    labels: Option<BTreeMap<String, String>>,
+}
+
+/// Parse `inspect <name>` into the sandbox's row and mounts. docker and
+/// podman print the name with a leading `/` or without; nerdctl without.
+pub fn parse_found(stdout: &str) -> Result<Option<Found>, serde_json::Error> {
+    let entries: Vec<Inspected> = serde_json::from_str(stdout.trim())?;
+    Ok(entries.into_iter().next().map(|e| {
+        let state = match &e.state {
+            Some(s) if s.running || state_of(&s.status) == State::Running => State::Running,
+            _ => State::Stopped,
+        };
+        Found {
+            listed: Listed {
+                name: e.name.trim_start_matches('/').to_owned(),
+                state,
+                labels: e.config.and_then(|c| c.labels).unwrap_or_default(),
+            },
+            mounts: e.mounts.into_iter().map(|m| Mount { source: m.source, destination: m.destination }).collect(),
+        }
+    }))
 }
 
 #[derive(Debug, Deserialize)]
@@ -296,6 +366,37 @@ impl Runtime for OciCli {
         }
     }
 
+    fn lookup(&self, name: &str) -> Result<Option<Found>, Error> {
+        let cmd = self.cmd().args(["inspect", "--type", "container", name]).timeout(QUERY_TIMEOUT);
+        match cmd.output() {
+            Ok(out) => {
+                let found = parse_found(&out.stdout).map_err(|source| Error::Unparsable {
+                    runtime: self.kind,
+                    what: "inspect",
+                    source,
+                })?;
+                // An inspect may match an ID prefix; only the exact name is this sandbox.
+                Ok(found.filter(|f| f.listed.name == name))
+            }
+            Err(err) if err.stderr().map(runtime_words).is_some_and(|w| is_missing(&w)) => Ok(None),
+            Err(err) => Err(self.unreachable(&err)),
+        }
+    }
+
+    fn shim(&self) -> Option<&str> {
+        match self.kind {
+            Kind::Podman => Some(self.podman_runtime.as_deref().unwrap_or(PODMAN_DEFAULT_RUNTIME)),
+            _ => self.shim.as_deref(),
+        }
+    }
+
+    fn check_shim(&self) -> Result<(), Error> {
+        match (&self.shim, &self.shim_missing) {
+            (Some(shim), Some(binary)) => Err(Error::ShimMissing { shim: shim.clone(), binary: binary.clone() }),
+            _ => Ok(()),
+        }
+    }
+
     fn boot(&self, spec: &BootSpec) -> Result<(), Error> {
         let mut cmd = self.cmd().args(["run", "--detach", "--name", &spec.name]);
         match (self.kind, &self.shim) {
@@ -313,8 +414,10 @@ impl Runtime for OciCli {
             NetworkAttach::None => cmd.args(["--network", "none"]),
             NetworkAttach::Named(net) => cmd.args(["--network", net]),
         };
+        // `--mount` rather than `-v`: `-v` splits on `:`, which a path may
+        // hold. The plan refused paths holding `,`, the one separator left.
         for (host, guest) in &spec.binds {
-            cmd = cmd.arg("-v").arg(format!("{}:{guest}", host.display()));
+            cmd = cmd.arg("--mount").arg(format!("type=bind,source={},target={guest}", host.display()));
         }
         for tmpfs in &spec.tmpfs {
             cmd = cmd.arg("--tmpfs").arg(format!("{}:{}", tmpfs.path, tmpfs.options));
@@ -325,7 +428,9 @@ impl Runtime for OciCli {
         for (name, value) in &spec.env {
             cmd = cmd.args(["-e", name]).env(name, value);
         }
-        cmd = cmd.arg(&spec.image).args(super::adapter::PARK);
+        // `--` ends the options: whatever the image value is, the runtime
+        // reads it as the image.
+        cmd = cmd.arg("--").arg(&spec.image).args(super::adapter::PARK);
         self.operate(cmd, &spec.name)
     }
 

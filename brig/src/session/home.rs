@@ -234,7 +234,7 @@ fn make_owner_writable(dir: &OwnedFd, path: &Path) -> Result<()> {
 
 /// Only a sandbox name brig makes can name a default home, and it must be a
 /// single path component: this is what keeps removal inside `homes/`.
-fn check_sandbox_name(sandbox: &str) -> Result<()> {
+pub(crate) fn check_sandbox_name(sandbox: &str) -> Result<()> {
     let single = Path::new(sandbox).components().count() == 1
         && matches!(Path::new(sandbox).components().next(), Some(Component::Normal(_)));
     if !single || sandbox.contains('/') || sandbox.len() <= SANDBOX_PREFIX.len() || !sandbox.starts_with(SANDBOX_PREFIX)

@@ -47,6 +47,11 @@ pub struct Record {
     /// from an empty home, then clears this.
     #[serde(default)]
     pub emptied_home: bool,
+    /// brig removed this session's sandbox to boot it again with another
+    /// project. Until that boot succeeds the home is the session's, never
+    /// one left behind: a failed recreate must not lose it.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub recreating: bool,
 }
 
 impl Record {
@@ -61,6 +66,7 @@ impl Record {
             network: None,
             image: None,
             emptied_home: false,
+            recreating: false,
         }
     }
 }
@@ -224,6 +230,7 @@ mod tests {
             network: None,
             image: None,
             emptied_home: false,
+            recreating: false,
         }
     }
 
@@ -248,6 +255,7 @@ mod tests {
             network: Some("isolated".into()),
             image: Some("ghcr.io/x/y@sha256:abc".into()),
             emptied_home: true,
+            recreating: false,
         };
         let replaced = Index::update(&state, |ix| ix.insert("brig-claude-code-refactor", full.clone())).unwrap();
         assert_eq!(replaced, None);

@@ -10,7 +10,7 @@ pub mod index;
 pub mod label;
 pub mod project;
 pub mod reference;
-mod walk;
+pub(crate) mod walk;
 
 use std::path::PathBuf;
 
@@ -70,6 +70,11 @@ pub enum Error {
     /// write, so it is refused and both ends are named.
     #[error("{} is a symbolic link to {}; brig does not follow links on this path", link.display(), target.display())]
     Symlink { link: PathBuf, target: PathBuf },
+
+    /// Where brig expects a regular file it found something else (a FIFO a
+    /// guest planted would hang a reader; a device would hand over the host).
+    #[error("{} is {found}, not the regular file brig expects there", path.display())]
+    NotAFile { path: PathBuf, found: &'static str },
 
     #[error("project {} does not exist", path.display())]
     NoProject { path: PathBuf },

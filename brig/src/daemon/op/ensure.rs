@@ -7,7 +7,7 @@ use std::sync::Arc;
 use super::on_session;
 use crate::daemon::Shared;
 use crate::daemon::inventory::{Known, Liveness};
-use crate::engine::{Engine, ProjectChoice, Request};
+use crate::engine::{Engine, Request};
 use crate::proto::Response;
 
 pub(super) async fn handle(shared: &Arc<Shared>, agent: &str, name: Option<&str>) -> Response {
@@ -22,17 +22,7 @@ pub(super) async fn handle(shared: &Arc<Shared>, agent: &str, name: Option<&str>
 
 fn ensure(engine: &mut Engine<'_>, typed: &str) -> Result<(Known, Liveness), crate::Error> {
     let (session, profile) = engine.session(typed, None)?;
-    let ensured = engine.ensure(&Request {
-        session: session.clone(),
-        profile,
-        home_flag: None,
-        project: ProjectChoice::Remembered,
-        image: None,
-        mem: None,
-        cpus: None,
-        network: None,
-        skills: false,
-    })?;
+    let ensured = engine.ensure(&Request::bare(session.clone(), profile))?;
     let sandbox = session.sandbox();
     if ensured.booted {
         tracing::info!("booted {sandbox}");

@@ -8,7 +8,7 @@ use crate::daemon::Shared;
 use crate::daemon::inventory::{Known, Liveness};
 use crate::engine::{Engine, Facts};
 use crate::proto::Response;
-use crate::runtime::{self, Listed, State};
+use crate::runtime::Listed;
 use crate::session::{Index, Session, home};
 
 pub(super) async fn handle(shared: &Arc<Shared>, agent: &str, name: Option<&str>) -> Response {
@@ -27,14 +27,9 @@ fn stop(shared: &Shared, engine: &mut Engine<'_>, typed: &str) -> Result<Known, 
     let (session, profile) = engine.session(typed, None)?;
     let previous = shared.inventory.get(session.sandbox());
     let runtime = engine.open_runtime_for_listing(Some(&profile))?;
-    let listing = runtime.list()?;
     let sandbox = session.sandbox();
-    let listed = listing
-        .into_iter()
-        .find(|l| l.name == sandbox)
-        .ok_or_else(|| runtime::Error::NoSuchSandbox { name: sandbox.to_owned() })?;
-    if listed.state == State::Running {
-        runtime.stop(sandbox)?;
+    let (listed, was_running) = engine.stop(runtime.as_ref(), sandbox)?;
+    if was_running {
         tracing::info!("stopped {sandbox}");
     }
     Ok(previous.unwrap_or_else(|| known_from_runtime(engine, &session, &listed)))

@@ -1,0 +1,208 @@
+//! `brig plan <ref> [project]`: what a run would be allowed to do — mounts,
+//! network, credentials by name, image, and what would happen to the
+//! sandbox — without booting anything, creating anything or opening the
+//! secret store. A refused run shows a REFUSED row and exits with the
+//! refusal's code, the same code `run` would exit with.
+
+use std::path::PathBuf;
+
+use serde::Serialize;
+
+use crate::Error;
+use crate::cli::run::{SandboxOptions, network_flag};
+use crate::cli::{Context, print};
+use crate::engine::plan::{Credential, PlannedMount, home_source_word};
+use crate::engine::{Engine, Plan, ProjectChoice, Prompts, Request};
+use crate::exit::{Code, exit_code};
+use crate::json::Envelope;
+use crate::profile::Registry;
+use crate::runtime::{Isolation, Kind};
+use crate::settings::{Network, Verify};
+use crate::warn::Warnings;
+
+#[derive(Debug, clap::Args)]
+pub struct PlanArgs {
+    #[command(flatten)]
+    pub sandbox: SandboxOptions,
+    /// Plan as if run with no project (and forgetting the remembered one).
+    #[arg(long)]
+    pub no_project: bool,
+    /// The session: <agent> or <agent>@<label>.
+    #[arg(value_name = "REF")]
+    pub reference: String,
+    /// The project a run would mount; the remembered one when omitted.
+    #[arg(value_name = "PROJECT")]
+    pub project: Option<String>,
+}
+
+/// A plan as the report verbs print it. Names only: no credential value,
+/// no environment value.
+#[derive(Debug, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct PlanData {
+    #[serde(rename = "ref")]
+    pub reference: String,
+    pub agent: String,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub label: Option<String>,
+    pub sandbox: String,
+    /// `boot`, `start`, `recreate`, `reuse`; `null` when refused first.
+    pub action: Option<&'static str>,
+    pub isolation: Option<Isolation>,
+    pub runtime: Option<RuntimeData>,
+    pub workspace: Option<PathBuf>,
+    pub workspace_source: Option<&'static str>,
+    pub project: Option<PathBuf>,
+    pub image: Option<String>,
+    /// Known once the image verified; verification is not part of this build.
+    pub digest: Option<String>,
+    pub verify: Option<Verify>,
+    pub network: Option<Network>,
+    pub mounts: Vec<PlannedMount>,
+    pub credentials: Vec<Credential>,
+    pub refused: Option<Refused>,
+}
+
+#[derive(Debug, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct RuntimeData {
+    pub kind: Kind,
+    pub binary: PathBuf,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub shim: Option<String>,
+}
+
+#[derive(Debug, Serialize)]
+pub struct Refused {
+    pub code: u8,
+    pub error: String,
+}
+
+impl PlanData {
+    pub fn from_plan(plan: &Plan) -> PlanData {
+        let session = &plan.session;
+        PlanData {
+            reference: session.typed().to_owned(),
+            agent: session.agent().to_owned(),
+            label: session.label().map(str::to_owned),
+            sandbox: session.sandbox().to_owned(),
+            action: plan.action.as_ref().map(|a| a.word()),
+            isolation: plan.isolation,
+            runtime: plan.runtime.as_ref().map(|r| RuntimeData {
+                kind: r.kind(),
+                binary: r.bin().to_owned(),
+                shim: plan.shim.clone(),
+            }),
+            workspace: plan.home.as_ref().map(|h| h.path.clone()),
+            workspace_source: plan.home.as_ref().map(|h| home_source_word(&h.source)),
+            project: plan.project.clone(),
+            image: plan.resolved.as_ref().map(|r| r.image.clone()),
+            digest: None,
+            verify: plan.resolved.as_ref().map(|r| r.verify),
+            network: plan.resolved.as_ref().map(|r| r.network),
+            mounts: plan.mounts.clone(),
+            credentials: plan.credentials.clone(),
+            refused: plan
+                .refused
+                .as_ref()
+                .map(|e| Refused { code: exit_code(e).as_u8(), error: crate::proto::chain(e) }),
+        }
+    }
+}
+
+pub fn run(args: PlanArgs, ctx: &Context) -> Result<Code, Error> {
+    let registry = Registry::load(&ctx.env);
+    for line in registry.warnings() {
+        crate::warn::now(line);
+    }
+    let mut engine = Engine::new(&ctx.env, &registry, Prompts::Nobody, Warnings::stderr())?;
+    let (session, profile) = engine.session(&args.reference, args.sandbox.name.as_deref())?;
+    let project = match (&args.project, args.no_project) {
+        (Some(dir), false) => ProjectChoice::Named(dir.clone()),
+        (Some(dir), true) => return Err(crate::cli::UsageError::NoProjectWithProject { project: dir.clone() }.into()),
+        (None, true) => ProjectChoice::Nothing,
+        (None, false) => ProjectChoice::Remembered,
+    };
+    let request = Request {
+        home_flag: args.sandbox.home.as_ref().map(|p| p.to_string_lossy().into_owned()),
+        project,
+        image: args.sandbox.image.clone(),
+        mem: args.sandbox.mem,
+        cpus: args.sandbox.cpus,
+        network: network_flag(&args.sandbox)?,
+        skills: args.sandbox.skills,
+        ..Request::bare(session, profile)
+    };
+    let plan = engine.plan(&request);
+    let data = PlanData::from_plan(&plan);
+    if ctx.json {
+        print(format!("{}\n", Envelope::new("Plan", &data).to_line()))?;
+    } else {
+        print(render(&data))?;
+    }
+    match plan.refused {
+        Some(err) => Err(err),
+        None => Ok(Code::Success),
+    }
+}
+
+fn render(data: &PlanData) -> String {
+    let or_dash = |v: Option<String>| v.unwrap_or_else(|| "-".to_owned());
+    let mut rows: Vec<(&str, String)> = vec![
+        ("ref", data.reference.clone()),
+        ("sandbox", data.sandbox.clone()),
+        ("action", or_dash(data.action.map(str::to_owned))),
+        ("isolation", or_dash(data.isolation.map(|i| i.to_string()))),
+        (
+            "runtime",
+            or_dash(data.runtime.as_ref().map(|r| match &r.shim {
+                Some(shim) => format!("{} ({}), {shim}", r.kind, r.binary.display()),
+                None => format!("{} ({})", r.kind, r.binary.display()),
+            })),
+        ),
+        ("image", or_dash(data.image.clone())),
+        ("digest", data.digest.clone().unwrap_or_else(|| "not known before verification".to_owned())),
+        ("network", or_dash(data.network.map(|n| n.to_string()))),
+    ];
+    for mount in &data.mounts {
+        let host = mount.host.as_ref().map_or_else(|| "memory".to_owned(), |h| escaped(&h.display().to_string()));
+        let what = match mount.kind {
+            crate::engine::plan::MountKind::Home => "home",
+            crate::engine::plan::MountKind::Project => "project",
+            crate::engine::plan::MountKind::Hostmount if mount.file => "hostmount (file)",
+            crate::engine::plan::MountKind::Hostmount => "hostmount",
+            crate::engine::plan::MountKind::Tmpfs => "tmpfs",
+        };
+        rows.push(("mount", format!("{} ← {host} [{what}, read-write]", escaped(&mount.guest))));
+    }
+    if data.credentials.is_empty() {
+        rows.push(("credential", "none".to_owned()));
+    }
+    for c in &data.credentials {
+        rows.push((
+            "credential",
+            format!("{} (from {}{})", c.name, c.from, if c.required { ", required" } else { "" }),
+        ));
+    }
+    if let Some(refused) = &data.refused {
+        rows.push(("REFUSED", format!("exit {}: {}", refused.code, escaped(&refused.error))));
+    }
+    rows.iter().map(|(k, v)| format!("{k:<12} {v}\n")).collect()
+}
+
+/// Untrusted text (a path, a runtime's words) printed with control
+/// characters escaped, so it cannot move the cursor or rewrite the line.
+pub fn escaped(text: &str) -> String {
+    text.chars().flat_map(|c| if c.is_control() { c.escape_debug().collect::<Vec<_>>() } else { vec![c] }).collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn control_characters_are_escaped() {
+        assert_eq!(escaped("a\u{1b}[2Jb\nc"), "a\\u{1b}[2Jb\\nc");
+        assert_eq!(escaped("/home/ü x"), "/home/ü x");
+    }
+}

@@ -1,0 +1,245 @@
+//! Applying a plan: the only place a sandbox is booted, started or
+//! recreated, always under the sandbox's lock (decision 13).
+//!
+//! Once the lock is held the sandbox is looked up again, because another
+//! process may have booted or removed it while this one waited, and the
+//! action is decided anew from what the runtime says now. Every decision
+//! starts from a successful lookup: an unknown state is not an absent
+//! sandbox, so nothing is booted or deleted on one.
+
+use std::path::PathBuf;
+use std::time::{Duration, Instant};
+
+use super::lock::SandboxLock;
+use super::plan::{Action, Ready, action};
+use super::{Engine, boot, prepare};
+use crate::Error;
+use crate::runtime::{ExecSpec, Isolation, Runtime};
+use crate::session::{GuestHome, HomeSource, Index, Record, home};
+use crate::settings::Network;
+
+/// A sandbox that exists and runs.
+#[derive(Debug)]
+pub struct Ensured {
+    pub runtime: Box<dyn Runtime>,
+    pub isolation: Isolation,
+    pub home: GuestHome,
+    /// The project mounted, on the host.
+    pub project: Option<PathBuf>,
+    pub network: Network,
+    /// Whether this request booted the sandbox (as opposed to finding it running).
+    pub booted: bool,
+}
+
+impl Ensured {
+    /// Where the agent starts: the project in the guest, else the guest home.
+    pub fn workdir(&self, profile: &crate::profile::Profile) -> String {
+        match &self.project {
+            Some(p) => crate::session::project::guest_path(p),
+            None => profile.guest_home.clone(),
+        }
+    }
+}
+
+impl Engine<'_> {
+    /// Make the planned sandbox exist and run.
+    pub fn apply(&mut self, plan: Ready) -> Result<Ensured, Error> {
+        let sandbox = plan.session.sandbox().to_owned();
+        if plan.isolation == Isolation::Container {
+            let via = plan.runtime.shim().map_or_else(|| plan.runtime.kind().to_string(), str::to_owned);
+            self.warnings.push(format!(
+                "this sandbox is a container on the host's shared kernel ({via}), not a microVM; accepted because BRIG_ALLOW_CONTAINER_ISOLATION is set"
+            ));
+        }
+        let _lock = SandboxLock::take(&self.state_dir, &sandbox)?;
+        // What the plan saw may have changed while this process waited.
+        let record = Index::load(&self.state_dir)?.get(&sandbox).cloned();
+        let existing = plan.runtime.lookup(&sandbox)?;
+        let mut home = plan.home.clone();
+        if let Some(found) = &existing
+            && !found.listed.labels.contains_key(crate::runtime::adapter::label::HOME)
+            && let Some(legacy) = self.legacy_home(found, &plan)
+        {
+            home = legacy;
+        }
+        let step = action(existing.as_ref(), record.as_ref(), plan.project.as_deref());
+        let runtime = plan.runtime.as_ref();
+        let mut booted = false;
+        match &step {
+            Action::Reuse => {}
+            Action::Start => match runtime.start(&sandbox) {
+                Ok(()) => self.wait_ready(runtime, &sandbox, plan.resolved.ready_timeout)?,
+                // A runtime that cannot restart an instance (hull) gets a
+                // fresh one with the same home, project and network.
+                Err(crate::runtime::Error::NoRestart { .. }) => {
+                    self.recreate(&plan, &home, record.as_ref())?;
+                    booted = true;
+                }
+                Err(err) => return Err(err.into()),
+            },
+            Action::Recreate { from } => {
+                self.warnings.push(recreate_warning(&sandbox, from.as_deref(), plan.project.as_deref()));
+                self.recreate(&plan, &home, record.as_ref())?;
+                booted = true;
+            }
+            Action::Boot => {
+                self.boot(&plan, &home, record.as_ref(), true)?;
+                booted = true;
+            }
+        }
+
+        if plan.resolved.skills {
+            let prepared = prepare::create_home(&self.state_dir, &sandbox, &home)?;
+            for line in super::skills::seed(self.env, &plan.profile, &prepared.dir, &prepared.path)? {
+                self.warnings.push(line);
+            }
+        }
+
+        // A sandbox left running keeps the posture it was made with.
+        let network = match (&existing, booted) {
+            (Some(found), false) => super::Facts::read(&found.listed, record.as_ref(), &[])
+                .network
+                .as_deref()
+                .and_then(crate::settings::Enumerated::parse)
+                .unwrap_or(plan.resolved.network),
+            _ => plan.resolved.network,
+        };
+        Index::update(&self.state_dir, |index| {
+            let mut entry = index.get(&sandbox).cloned().unwrap_or_else(|| Record::new(&plan.session, &home));
+            entry.home = home.path.clone();
+            entry.home_created_by_brig = home.created_by_brig();
+            entry.project = plan.project.clone();
+            entry.network = Some(network.to_string());
+            entry.recreating = false;
+            if booted {
+                entry.image = Some(plan.resolved.image.clone());
+                entry.emptied_home = false;
+            }
+            index.insert(sandbox.clone(), entry);
+        })?;
+        Ok(Ensured { runtime: plan.runtime, isolation: plan.isolation, home, project: plan.project, network, booted })
+    }
+
+    /// Remove the sandbox to boot it again with another project. The record
+    /// says so first: if the new boot fails, the home still belongs to the
+    /// session and is never taken for one left behind.
+    fn recreate(&mut self, plan: &Ready, home: &GuestHome, record: Option<&Record>) -> Result<(), Error> {
+        let sandbox = plan.session.sandbox();
+        Index::update(&self.state_dir, |index| {
+            let mut entry = index.get(sandbox).cloned().unwrap_or_else(|| Record::new(&plan.session, home));
+            entry.recreating = true;
+            index.insert(sandbox.to_owned(), entry);
+        })?;
+        plan.runtime.remove(sandbox)?;
+        self.boot(plan, home, record, false)
+    }
+
+    /// Boot a sandbox that does not exist. `first` is a boot with no
+    /// sandbox before it, where a home on disk may have been left behind.
+    fn boot(&mut self, plan: &Ready, home: &GuestHome, record: Option<&Record>, first: bool) -> Result<(), Error> {
+        let sandbox = plan.session.sandbox();
+        let runtime = plan.runtime.as_ref();
+        let mut empty_notice = record.is_some_and(|r| r.emptied_home);
+        let kept = record.is_some_and(|r| r.recreating);
+        if home.source == HomeSource::Default && first && !kept {
+            // The lookup just confirmed no sandbox of this name exists, so a
+            // home still on disk was left behind: by a sandbox removed
+            // outside brig, or by a run killed before it booted.
+            if home::remove_default_home(&self.state_dir, sandbox)? {
+                self.warnings.push(format!(
+                    "removed the home {} left behind by a sandbox that no longer exists",
+                    home.path.display()
+                ));
+                empty_notice = true;
+            }
+        }
+        if empty_notice {
+            self.warnings.push(format!("{} starts from an empty home", plan.session.canonical_ref()));
+        }
+        let prepared = prepare::create_home(&self.state_dir, sandbox, home)?;
+        let workdir = match &plan.project {
+            Some(p) => crate::session::project::guest_path(p),
+            None => plan.profile.guest_home.clone(),
+        };
+        let outcome = prepare::seed_onboarding(&plan.profile, &prepared, &workdir)
+            .map(|lines| lines.into_iter().for_each(|line| self.warnings.push(line)))
+            .and_then(|()| prepare::hostmounts(&plan.profile, &prepared))
+            .and_then(|()| boot::spec(self, plan, home))
+            .and_then(|spec| {
+                tracing::info!("booting {sandbox} from {}", spec.image);
+                let attach = boot::network(runtime, sandbox, plan.resolved.network)?;
+                runtime.boot(&boot::with_network(spec, attach)).map_err(Error::from)
+            })
+            .and_then(|()| self.wait_ready(runtime, sandbox, plan.resolved.ready_timeout));
+        if let Err(err) = outcome {
+            self.clean_failed_boot(runtime, sandbox, home, prepared.created && !kept);
+            return Err(err);
+        }
+        Ok(())
+    }
+
+    /// After a failed boot, remove what it made: the half-created sandbox,
+    /// its network, and the home — the home only when this boot created it,
+    /// and only once a lookup confirms no sandbox of that name exists. The
+    /// sandbox's lock is still held, so nothing removed here can belong to
+    /// another process.
+    fn clean_failed_boot(&mut self, runtime: &dyn Runtime, sandbox: &str, home: &GuestHome, created: bool) {
+        let _ = runtime.remove(sandbox);
+        let _ = runtime.remove_network(&boot::network_name(sandbox));
+        if !created || home.source != HomeSource::Default {
+            return;
+        }
+        match runtime.lookup(sandbox) {
+            Ok(None) => {
+                if let Err(err) = home::remove_default_home(&self.state_dir, sandbox) {
+                    self.warnings.push(format!("could not remove the home of the failed boot: {err}"));
+                }
+            }
+            _ => self
+                .warnings
+                .push(format!("kept {}: the runtime could not confirm that {sandbox} is gone", home.path.display())),
+        }
+    }
+
+    /// A sandbox from a release before 0.3.0 mounts its home from
+    /// `~/brig/<agent>[-<label>]`; while that sandbox exists, that is its home.
+    fn legacy_home(&self, found: &crate::runtime::Found, plan: &Ready) -> Option<GuestHome> {
+        if plan.home.source != HomeSource::Default {
+            return None;
+        }
+        let user_home = self.env.home()?;
+        let sandbox = plan.session.sandbox();
+        let legacy_path = user_home.join("brig").join(&sandbox[crate::session::reference::SANDBOX_PREFIX.len()..]);
+        let mounted = found.mounts.iter().find(|m| m.destination == std::path::Path::new(&plan.profile.guest_home));
+        mounted.filter(|m| m.source == legacy_path).map(|m| GuestHome::legacy(m.source.clone()))
+    }
+
+    /// Wait until the guest answers an exec, up to `limit` seconds.
+    pub(crate) fn wait_ready(&self, runtime: &dyn Runtime, sandbox: &str, limit: u32) -> Result<(), Error> {
+        let deadline = Instant::now() + Duration::from_secs(u64::from(limit));
+        let probe = ExecSpec { argv: vec!["true".to_owned()], ..ExecSpec::default() };
+        loop {
+            match runtime.exec(sandbox, &probe).timeout(Duration::from_secs(10)).output() {
+                Ok(_) => return Ok(()),
+                Err(err) if Instant::now() >= deadline => {
+                    return Err(crate::runtime::Error::NotReady {
+                        name: sandbox.to_owned(),
+                        seconds: limit,
+                        words: err.to_string(),
+                    }
+                    .into());
+                }
+                Err(_) => std::thread::sleep(Duration::from_millis(100)),
+            }
+        }
+    }
+}
+
+fn recreate_warning(sandbox: &str, old: Option<&std::path::Path>, new: Option<&std::path::Path>) -> String {
+    let show = |p: Option<&std::path::Path>| p.map_or_else(|| "no project".to_owned(), |p| p.display().to_string());
+    format!(
+        "the project changes from {} to {}; a mount cannot be added to a live sandbox, so {sandbox} is recreated (everything inside the old guest, including its memory-backed mounts, is gone; the guest home stays)",
+        show(old),
+        show(new)
+    )
+}

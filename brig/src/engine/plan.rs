@@ -1,0 +1,504 @@
+//! Planning: the one step that decides what a run would do.
+//!
+//! [`Engine::plan`] reads settings, the profile, the session index and one
+//! lookup of the sandbox in its runtime, and opens nothing for writing. It
+//! decides every refusal in one fixed order, so the same input meets the
+//! same refusal and exit code whichever verb asked: `run`, `sh`, brigd's
+//! `ensure`, `info` and `plan` all come through here. A plan that is
+//! refused still carries everything decided before the refusal, for `brig
+//! plan` to show.
+
+use std::path::{Path, PathBuf};
+
+use serde::Serialize;
+
+use super::{Engine, Error as EngineError, boot};
+use crate::Error;
+use crate::profile::{Kind as ProfileKind, Profile};
+use crate::runtime::{Found, Isolation, Runtime, State};
+use crate::session::{GuestHome, HomeSource, Index, Record, Session, home, project};
+use crate::settings::{Bool, Enumerated, Network, Positive, Pull, Settings, Verify};
+
+/// What the run line says about the project.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum ProjectChoice {
+    /// A directory named on the line.
+    Named(String),
+    /// Nothing named: whatever this session last ran with.
+    Remembered,
+    /// `--no-project`: nothing, and forget the remembered one.
+    Nothing,
+}
+
+/// One request to make a session's sandbox run.
+#[derive(Debug, Clone)]
+pub struct Request {
+    pub session: Session,
+    pub profile: Profile,
+    pub home_flag: Option<String>,
+    pub project: ProjectChoice,
+    pub image: Option<String>,
+    pub mem: Option<u32>,
+    pub cpus: Option<u32>,
+    pub network: Option<Network>,
+    /// `--skills`: seed the home with the agent's host config subdirectories.
+    pub skills: bool,
+}
+
+impl Request {
+    /// A request with nothing on the line but the ref (brigd's `ensure`).
+    pub fn bare(session: Session, profile: Profile) -> Request {
+        Request {
+            session,
+            profile,
+            home_flag: None,
+            project: ProjectChoice::Remembered,
+            image: None,
+            mem: None,
+            cpus: None,
+            network: None,
+            skills: false,
+        }
+    }
+}
+
+/// Every setting a boot reads, resolved and validated.
+#[derive(Debug, Clone, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Resolved {
+    pub image: String,
+    pub mem: u32,
+    pub cpus: u32,
+    pub network: Network,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub pull: Option<Pull>,
+    pub verify: Verify,
+    pub skills: bool,
+    /// Seconds to wait for a new sandbox to answer (`BRIG_READY_TIMEOUT`).
+    pub ready_timeout: u32,
+}
+
+/// What applying the plan does to the sandbox.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Action {
+    /// No sandbox exists: create and start one.
+    Boot,
+    /// The sandbox exists, stopped, with the wanted project: start it.
+    Start,
+    /// The sandbox exists with another project: remove it and boot anew
+    /// with the same home.
+    Recreate { from: Option<PathBuf> },
+    /// The sandbox runs with the wanted project: use it as it is.
+    Reuse,
+}
+
+impl Action {
+    pub fn word(&self) -> &'static str {
+        match self {
+            Action::Boot => "boot",
+            Action::Start => "start",
+            Action::Recreate { .. } => "recreate",
+            Action::Reuse => "reuse",
+        }
+    }
+}
+
+/// What a mount is, for the plan's readers.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum MountKind {
+    /// The guest home.
+    Home,
+    /// One path kept on host disk under a memory-backed mount.
+    Hostmount,
+    /// The project, read-write at `/work/<name>`.
+    Project,
+    /// Memory only; nothing reaches the host disk.
+    Tmpfs,
+}
+
+/// One mount the sandbox gets.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct PlannedMount {
+    pub kind: MountKind,
+    /// The host side; `None` for a tmpfs.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub host: Option<PathBuf>,
+    pub guest: String,
+    /// A hostmount of a single file rather than a directory.
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    pub file: bool,
+    /// tmpfs options.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub options: Option<String>,
+}
+
+/// A credential the run may carry, by name only: never a value.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Credential {
+    pub name: String,
+    pub from: &'static str,
+    pub required: bool,
+}
+
+/// Everything a run would do, or the refusal that stops it.
+///
+/// Fields are filled in the order [`Engine::plan`] decides them; a refused
+/// plan keeps what was decided before the refusal and leaves the rest empty.
+#[derive(Debug)]
+pub struct Plan {
+    pub session: Session,
+    pub profile: Profile,
+    pub resolved: Option<Resolved>,
+    pub home: Option<GuestHome>,
+    /// The project to mount; only meaningful once `home` is decided.
+    pub project: Option<PathBuf>,
+    pub record: Option<Record>,
+    pub credentials: Vec<Credential>,
+    pub runtime: Option<Box<dyn Runtime>>,
+    /// The shim or OCI runtime the sandbox is handed to, where one is named.
+    pub shim: Option<String>,
+    pub isolation: Option<Isolation>,
+    /// The sandbox as the runtime has it now.
+    pub existing: Option<Found>,
+    pub action: Option<Action>,
+    pub mounts: Vec<PlannedMount>,
+    pub refused: Option<Error>,
+}
+
+/// A plan that was not refused: every field decided.
+#[derive(Debug)]
+pub struct Ready {
+    pub session: Session,
+    pub profile: Profile,
+    pub resolved: Resolved,
+    pub home: GuestHome,
+    pub project: Option<PathBuf>,
+    pub record: Option<Record>,
+    pub runtime: Box<dyn Runtime>,
+    pub isolation: Isolation,
+    pub mounts: Vec<PlannedMount>,
+}
+
+impl Plan {
+    /// The plan with every field decided, or its refusal.
+    pub fn ready(self) -> Result<Ready, Error> {
+        if let Some(err) = self.refused {
+            return Err(err);
+        }
+        let missing = || Error::from(EngineError::Incomplete);
+        Ok(Ready {
+            resolved: self.resolved.ok_or_else(missing)?,
+            home: self.home.ok_or_else(missing)?,
+            runtime: self.runtime.ok_or_else(missing)?,
+            isolation: self.isolation.ok_or_else(missing)?,
+            session: self.session,
+            profile: self.profile,
+            project: self.project,
+            record: self.record,
+            mounts: self.mounts,
+        })
+    }
+}
+
+impl Engine<'_> {
+    /// Decide everything about `req`. Touches nothing: no directory is
+    /// created, no secret store opened, nothing booted.
+    pub fn plan(&mut self, req: &Request) -> Plan {
+        let mut plan = Plan {
+            session: req.session.clone(),
+            profile: req.profile.clone(),
+            resolved: None,
+            home: None,
+            project: None,
+            record: None,
+            credentials: credentials(&req.profile),
+            runtime: None,
+            shim: None,
+            isolation: None,
+            existing: None,
+            action: None,
+            mounts: Vec::new(),
+            refused: None,
+        };
+        if let Err(err) = self.decide(req, &mut plan) {
+            plan.refused = Some(err);
+        }
+        plan
+    }
+
+    /// The refusals, in the one order every verb meets them: usage and
+    /// settings (2), the profile's platform (1), home and project (1),
+    /// credentials (6), runtime and shim (4), isolation (7), the sandbox's
+    /// state (1 when the runtime cannot say).
+    fn decide(&mut self, req: &Request, plan: &mut Plan) -> Result<(), Error> {
+        let sandbox = req.session.sandbox();
+        check_sandbox_name(sandbox)?;
+        let record = Index::load(&self.state_dir)?.get(sandbox).cloned();
+        plan.record = record.clone();
+        let recorded_network = record.as_ref().and_then(|r| r.network.as_deref()).and_then(Network::parse);
+        let resolved = self.settings(req, recorded_network)?;
+        plan.resolved = Some(resolved);
+
+        if req.profile.kind == ProfileKind::Gui {
+            return Err(EngineError::GuiNotHere { profile: req.profile.name.clone() }.into());
+        }
+        let home = home::resolve_home(&req.session, req.home_flag.as_deref(), self.env, &self.cwd)?;
+        check_path("the guest home", &home.path)?;
+        plan.home = Some(home.clone());
+        let project = self.wanted_project(&req.project, record.as_ref())?;
+        if let Some(p) = &project {
+            check_path("the project", p)?;
+        }
+        plan.project = project.clone();
+        plan.mounts = mounts(&req.profile, &home.path, project.as_deref());
+
+        // Every declared secret is checked before a sandbox exists. Without
+        // a store an optional secret is simply absent; a required one refuses.
+        let required: Vec<String> = req.profile.secrets.iter().filter(|s| s.required).map(|s| s.name.clone()).collect();
+        if !required.is_empty() {
+            return Err(Error::SecretsUnavailable { profile: req.profile.name.clone(), names: required });
+        }
+
+        let runtime = self.open_runtime(&req.profile)?;
+        plan.shim = runtime.shim().map(str::to_owned);
+        runtime.check_shim()?;
+        let existing = runtime.lookup(sandbox);
+        let existing = match existing {
+            Ok(found) => found,
+            Err(err) => {
+                plan.runtime = Some(runtime);
+                return Err(err.into());
+            }
+        };
+        let isolation = self.admit(runtime.as_ref(), existing.as_ref().map(|f| &f.listed));
+        plan.runtime = Some(runtime);
+        plan.isolation = Some(isolation?);
+        plan.action = Some(action(existing.as_ref(), record.as_ref(), project.as_deref()));
+        plan.existing = existing;
+        Ok(())
+    }
+
+    /// Read every setting the run needs, refusing an unrecognised value
+    /// (exit 2) before anything is touched.
+    fn settings(&self, req: &Request, recorded: Option<Network>) -> Result<Resolved, Error> {
+        let settings = Settings::new(self.env, req.session.agent());
+        let verify = settings.resolve::<Verify>(None, "VERIFY", None, None, Verify::Warn)?.value;
+        let network = settings
+            .resolve::<Network>(
+                req.network.map(|n| ("--network", n)),
+                "NETWORK",
+                recorded,
+                req.profile.network,
+                Network::Isolated,
+            )?
+            .value;
+        let positive = |flag: &'static str, given: Option<u32>, key: &str, default: u32| {
+            settings.resolve::<Positive>(given.map(|v| (flag, Positive(v))), key, None, None, Positive(default))
+        };
+        let mem = positive("--mem", req.mem, "MEM", req.profile.mem)?.value.0;
+        let cpus = positive("--cpus", req.cpus, "CPUS", req.profile.cpus)?.value.0;
+        let pull =
+            settings.variable("PULL").map(|(var, text)| crate::settings::parse_as::<Pull>(&var, text)).transpose()?;
+        let (image, source) = match (&req.image, settings.variable("IMAGE")) {
+            (Some(image), _) => (image.clone(), "--image".to_owned()),
+            (None, Some((var, image))) => (image.to_owned(), var),
+            (None, None) => (req.profile.image.clone(), format!("the {} profile", req.profile.name)),
+        };
+        check_image(&image, &source)?;
+        let skills = settings
+            .resolve::<Bool>(req.skills.then_some(("--skills", Bool(true))), "SKILLS", None, None, Bool(false))?
+            .value
+            .0;
+        let ready_timeout = crate::settings::global::<Positive>(self.env, "BRIG_READY_TIMEOUT")?.map_or(30, |p| p.0);
+        // Read now so that a typo refuses before anything exists, not when
+        // the first exec forwards the profile's variables.
+        settings.flag_bool("ALLOW_DENIED")?;
+        settings.flag_bool("ALLOW_REFS")?;
+        crate::settings::global::<Bool>(self.env, "BRIG_ALLOW_CONTAINER_ISOLATION")?;
+        Ok(Resolved { image, mem, cpus, network, pull, verify, skills, ready_timeout })
+    }
+
+    /// The project this run should mount, per the run line and the record.
+    fn wanted_project(&mut self, choice: &ProjectChoice, record: Option<&Record>) -> Result<Option<PathBuf>, Error> {
+        match choice {
+            ProjectChoice::Named(dir) => Ok(Some(project::resolve(dir, &self.cwd)?)),
+            ProjectChoice::Nothing => Ok(None),
+            ProjectChoice::Remembered => match record.and_then(|r| r.project.clone()) {
+                Some(path) if project::still_usable(&path) => Ok(Some(path)),
+                Some(path) => {
+                    self.warnings.push(format!(
+                        "the project this session last ran with, {}, no longer exists; running without a project",
+                        path.display()
+                    ));
+                    Ok(None)
+                }
+                None => Ok(None),
+            },
+        }
+    }
+}
+
+/// What to do with the sandbox as it is now. Pure, so that apply can decide
+/// again from a fresh lookup once it holds the sandbox's lock.
+pub fn action(existing: Option<&Found>, record: Option<&Record>, wanted: Option<&Path>) -> Action {
+    let Some(found) = existing else { return Action::Boot };
+    let facts = super::Facts::read(&found.listed, record, &[]);
+    if facts.project.as_deref() != wanted {
+        return Action::Recreate { from: facts.project };
+    }
+    match found.listed.state {
+        State::Running => Action::Reuse,
+        State::Stopped => Action::Start,
+    }
+}
+
+/// The mounts a sandbox of `profile` gets, in the order they are made:
+/// home, tmpfs (parents first), the hostmounts under them, the project.
+pub fn mounts(profile: &Profile, home: &Path, project: Option<&Path>) -> Vec<PlannedMount> {
+    let mut out = vec![PlannedMount {
+        kind: MountKind::Home,
+        host: Some(home.to_owned()),
+        guest: profile.guest_home.clone(),
+        file: false,
+        options: None,
+    }];
+    out.extend(profile.tmpfs_mounts().into_iter().map(|m| PlannedMount {
+        kind: MountKind::Tmpfs,
+        host: None,
+        guest: m.target,
+        file: false,
+        options: Some(m.options),
+    }));
+    out.extend(profile.hostmounts().into_iter().map(|m| PlannedMount {
+        kind: MountKind::Hostmount,
+        host: Some(home.join(&m.path)),
+        guest: m.target,
+        file: m.file,
+        options: None,
+    }));
+    if let Some(project) = project {
+        out.push(PlannedMount {
+            kind: MountKind::Project,
+            host: Some(project.to_owned()),
+            guest: project::guest_path(project),
+            file: false,
+            options: None,
+        });
+    }
+    out
+}
+
+/// Credentials by name: declared secrets, then variables bound to the host
+/// environment or the store. Never a value.
+pub fn credentials(profile: &Profile) -> Vec<Credential> {
+    let names = profile.credential_names();
+    let secrets = names.secrets.into_iter().map(|name| Credential {
+        required: profile.secret(&name).is_some_and(|d| d.required),
+        name,
+        from: "secret",
+    });
+    let env = names.env.into_iter().map(|name| Credential { name, from: "env", required: false });
+    secrets.chain(env).collect()
+}
+
+/// The longest sandbox name every runtime accepts with room for the
+/// network named after it: containerd's identifiers stop at 76 characters.
+pub const MAX_SANDBOX_NAME: usize = 76 - boot::NETWORK_SUFFIX.len();
+
+/// A sandbox name every runtime can take. Labels follow the seed's slug
+/// rule, which brig never shortens and which allows runs like `a..b`;
+/// nerdctl refuses those, and names too long, for containers and networks
+/// alike. Such a name is refused here (exit 2), before anything exists,
+/// rather than by the runtime after a home was made.
+fn check_sandbox_name(sandbox: &str) -> Result<(), EngineError> {
+    if sandbox.len() > MAX_SANDBOX_NAME || !boot::is_identifier(sandbox) {
+        return Err(EngineError::UnusableName { sandbox: sandbox.to_owned(), max: MAX_SANDBOX_NAME });
+    }
+    Ok(())
+}
+
+/// An image reference the runtime will read as an image: never an option,
+/// never blank, nothing that ends its argv word early.
+fn check_image(image: &str, source: &str) -> Result<(), EngineError> {
+    let problem = if image.is_empty() {
+        Some("is empty")
+    } else if image.starts_with('-') {
+        Some("starts with '-', so a runtime would read it as an option")
+    } else if image.chars().any(|c| c.is_whitespace() || c.is_control()) {
+        Some("holds a blank or a control character, which no image reference does")
+    } else {
+        None
+    };
+    match problem {
+        Some(problem) => {
+            Err(EngineError::BadImage { image: image.escape_debug().to_string(), from: source.to_owned(), problem })
+        }
+        None => Ok(()),
+    }
+}
+
+/// A host path the runtimes' mount syntax can carry. `--mount` separates
+/// its fields with `,`, and nerdctl turns it into a `-v` spec split on `:`,
+/// so a path holding either (or a quote, or a control character) cannot be
+/// mounted on every runtime: refused, exit 2.
+fn check_path(what: &'static str, path: &Path) -> Result<(), EngineError> {
+    let text = path.to_string_lossy();
+    if text.contains([',', ':', '"']) || text.chars().any(char::is_control) {
+        return Err(EngineError::UnmountablePath { what, path: text.escape_debug().to_string() });
+    }
+    Ok(())
+}
+
+/// Where a home's source says it came from, for the plan's readers.
+pub fn home_source_word(source: &HomeSource) -> &'static str {
+    match source {
+        HomeSource::Default => "default",
+        HomeSource::Named { .. } => "named",
+        HomeSource::Legacy => "legacy",
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use rstest::rstest;
+
+    #[rstest]
+    #[case::plain("localhost/brig-lab/guest:latest", true)]
+    #[case::digest("ghcr.io/a/b@sha256:0123", true)]
+    #[case::option("--privileged", false)]
+    #[case::dash("-x", false)]
+    #[case::empty("", false)]
+    #[case::blank("a b", false)]
+    #[case::newline("a\nb", false)]
+    fn images(#[case] image: &str, #[case] ok: bool) {
+        let got = check_image(image, "--image");
+        assert_eq!(got.is_ok(), ok, "{got:?}");
+        if let Err(err) = got {
+            assert!(err.to_string().contains("--image"), "names the source: {err}");
+        }
+    }
+
+    #[rstest]
+    #[case::colon("/home/u/a:b", false)]
+    #[case::space("/home/u/my project", true)]
+    #[case::comma("/home/u/a,b", false)]
+    #[case::quote("/home/u/a\"b", false)]
+    #[case::newline("/home/u/a\nb", false)]
+    fn paths(#[case] path: &str, #[case] ok: bool) {
+        assert_eq!(check_path("the project", Path::new(path)).is_ok(), ok);
+    }
+
+    #[test]
+    fn sandbox_names_fit_the_runtimes() {
+        let longest = format!("brig-{}", "a".repeat(MAX_SANDBOX_NAME - 5));
+        assert!(check_sandbox_name(&longest).is_ok());
+        let err = check_sandbox_name(&format!("{longest}b")).unwrap_err();
+        assert!(err.to_string().contains(&MAX_SANDBOX_NAME.to_string()), "{err}");
+        assert!(check_sandbox_name("brig-lab-agent-a..b").is_err());
+        assert!(check_sandbox_name("brig-lab-agent-a.b_c").is_ok());
+    }
+}
