@@ -216,13 +216,21 @@ pub fn clean_up(bin: &Path, token: &str) -> Result<()> {
             trouble.push(format!("{err:#}"));
         }
     }
-    // Networks go after their containers: a network in use cannot be removed.
-    let nets = mine(networks(bin)?);
-    if !nets.is_empty() {
+    // Networks go after their containers: a network in use cannot be
+    // removed. nerdctl's `network rm` looks at every container's task and
+    // fails when one vanishes under it (a container another trial is
+    // removing at that moment), so it is tried again a few times.
+    for attempt in 0..5 {
+        let nets = mine(networks(bin)?);
+        if nets.is_empty() {
+            break;
+        }
         let mut args = vec!["network", "rm"];
         args.extend(nets.iter().map(String::as_str));
-        if let Err(err) = call(bin, &args) {
-            trouble.push(format!("{err:#}"));
+        match call(bin, &args) {
+            Ok(_) => break,
+            Err(err) if attempt == 4 => trouble.push(format!("{err:#}")),
+            Err(_) => std::thread::sleep(std::time::Duration::from_millis(200)),
         }
     }
     let mut leaked = mine(containers(bin)?);

@@ -258,8 +258,9 @@ struct Inspected {
     state: Option<InspectedState>,
     #[serde(default)]
     config: Option<InspectedConfig>,
+    /// `null` in nerdctl's answer for a sandbox without mounts.
     #[serde(default)]
-    mounts: Vec<InspectedMount>,
+    mounts: Option<Vec<InspectedMount>>,
 }
 
 #[derive(Debug, Deserialize)]
@@ -278,26 +279,6 @@ struct InspectedConfig {
     labels: Option<BTreeMap<String, String>>,
 }
 
-/// Parse `inspect <name>` into the sandbox's row and mounts. docker and
-/// podman print the name with a leading `/` or without; nerdctl without.
-pub fn parse_found(stdout: &str) -> Result<Option<Found>, serde_json::Error> {
-    let entries: Vec<Inspected> = serde_json::from_str(stdout.trim())?;
-    Ok(entries.into_iter().next().map(|e| {
-        let state = match &e.state {
-            Some(s) if s.running || state_of(&s.status) == State::Running => State::Running,
-            _ => State::Stopped,
-        };
-        Found {
-            listed: Listed {
-                name: e.name.trim_start_matches('/').to_owned(),
-                state,
-                labels: e.config.and_then(|c| c.labels).unwrap_or_default(),
-            },
-            mounts: e.mounts.into_iter().map(|m| Mount { source: m.source, destination: m.destination }).collect(),
-        }
-    }))
-}
-
 #[derive(Debug, Deserialize)]
 #[serde(rename_all = "PascalCase")]
 struct InspectedMount {
@@ -311,9 +292,45 @@ pub fn parse_mounts(stdout: &str) -> Result<Vec<Mount>, serde_json::Error> {
     let entries: Vec<Inspected> = serde_json::from_str(stdout.trim())?;
     Ok(entries
         .into_iter()
-        .flat_map(|e| e.mounts)
+        .flat_map(|e| e.mounts.unwrap_or_default())
         .map(|m| Mount { source: m.source, destination: m.destination })
         .collect())
+}
+
+/// Parse `inspect <name>` into the sandbox's row and mounts. docker and
+/// podman print the name with a leading `/` or without; nerdctl without.
+/// A state the runtime could not read itself (nerdctl says `unknown` when a
+/// task lookup fails under load) is an error, never taken for "stopped":
+/// brig does not act on an unknown state.
+pub fn parse_found(stdout: &str) -> Result<Option<Found>, FoundError> {
+    let entries: Vec<Inspected> = serde_json::from_str(stdout.trim()).map_err(FoundError::Json)?;
+    let Some(e) = entries.into_iter().next() else { return Ok(None) };
+    let name = e.name.trim_start_matches('/').to_owned();
+    let state = match &e.state {
+        Some(s) if s.running => State::Running,
+        Some(s) => match s.status.to_ascii_lowercase().as_str() {
+            "running" => State::Running,
+            "created" | "exited" | "stopped" | "configured" | "initialized" | "paused" | "dead" => State::Stopped,
+            other => return Err(FoundError::UnknownState { name, state: other.to_owned() }),
+        },
+        None => return Err(FoundError::UnknownState { name, state: String::new() }),
+    };
+    Ok(Some(Found {
+        listed: Listed { name, state, labels: e.config.and_then(|c| c.labels).unwrap_or_default() },
+        mounts: e
+            .mounts
+            .unwrap_or_default()
+            .into_iter()
+            .map(|m| Mount { source: m.source, destination: m.destination })
+            .collect(),
+    }))
+}
+
+/// Why an inspect could not be read as a sandbox.
+#[derive(Debug)]
+pub enum FoundError {
+    Json(serde_json::Error),
+    UnknownState { name: String, state: String },
 }
 
 impl Runtime for OciCli {
@@ -368,18 +385,32 @@ impl Runtime for OciCli {
 
     fn lookup(&self, name: &str) -> Result<Option<Found>, Error> {
         let cmd = self.cmd().args(["inspect", "--type", "container", name]).timeout(QUERY_TIMEOUT);
-        match cmd.output() {
-            Ok(out) => {
-                let found = parse_found(&out.stdout).map_err(|source| Error::Unparsable {
-                    runtime: self.kind,
-                    what: "inspect",
-                    source,
-                })?;
+        let mut attempt = 0;
+        loop {
+            let stdout = match cmd.output() {
+                Ok(out) => out.stdout,
+                Err(err) if err.stderr().map(runtime_words).is_some_and(|w| is_missing(&w)) => return Ok(None),
+                Err(err) => return Err(self.unreachable(&err)),
+            };
+            match parse_found(&stdout) {
                 // An inspect may match an ID prefix; only the exact name is this sandbox.
-                Ok(found.filter(|f| f.listed.name == name))
+                Ok(found) => return Ok(found.filter(|f| f.listed.name == name)),
+                Err(FoundError::Json(source)) => {
+                    return Err(Error::Unparsable { runtime: self.kind, what: "inspect", source });
+                }
+                // A state the runtime could not read is usually a moment's
+                // contention; ask again before giving up.
+                Err(FoundError::UnknownState { .. }) if attempt < 3 => {
+                    attempt += 1;
+                    std::thread::sleep(Duration::from_millis(200));
+                }
+                Err(FoundError::UnknownState { name, state }) => {
+                    return Err(Error::Unreachable {
+                        runtime: self.kind,
+                        words: format!("{name} is in a state brig cannot act on: \"{state}\""),
+                    });
+                }
             }
-            Err(err) if err.stderr().map(runtime_words).is_some_and(|w| is_missing(&w)) => Ok(None),
-            Err(err) => Err(self.unreachable(&err)),
         }
     }
 
@@ -466,18 +497,29 @@ impl Runtime for OciCli {
 
     fn remove_network(&self, name: &str) -> Result<(), Error> {
         let cmd = self.cmd().args(["network", "rm", name]);
-        match cmd.output() {
-            Ok(_) => Ok(()),
-            Err(err)
-                if err.stderr().is_some_and(|s| s.contains("no such network") || s.contains("network not found")) =>
-            {
-                Ok(())
+        let mut attempt = 0;
+        loop {
+            let err = match cmd.output() {
+                Ok(_) => return Ok(()),
+                Err(err) => err,
+            };
+            let said = err.stderr().map(runtime_words).unwrap_or_default();
+            if said.contains("no such network") || said.contains("network not found") {
+                return Ok(());
             }
-            Err(err) => Err(Error::Operation {
+            // nerdctl's `network rm` reads every container's task and fails
+            // with "task … not found" when another container is removed
+            // at that moment: a race with someone else, worth a retry.
+            attempt += 1;
+            if attempt < 5 && said.contains("task") && said.contains("not found") {
+                std::thread::sleep(Duration::from_millis(100 * attempt));
+                continue;
+            }
+            return Err(Error::Operation {
                 runtime: self.kind,
                 command: cmd.display(),
-                words: err.stderr().map(runtime_words).unwrap_or_else(|| err.to_string()),
-            }),
+                words: if said.is_empty() { err.to_string() } else { said },
+            });
         }
     }
 
@@ -575,6 +617,41 @@ mod tests {
                 "{file}: {mounts:?}"
             );
         }
+    }
+
+    #[test]
+    fn inspect_reads_one_sandbox_in_both_dialects() {
+        let nerdctl = parse_found(&testdata("nerdctl-inspect.json")).unwrap().unwrap();
+        assert_eq!(nerdctl.listed.name, "brig-probe");
+        assert_eq!(nerdctl.listed.state, State::Running);
+        assert_eq!(nerdctl.listed.labels.get("nerdctl/name").map(String::as_str), Some("brig-probe"));
+        assert!(nerdctl.mounts.iter().any(|m| m.destination == Path::new("/guest")));
+        let podman = parse_found(&testdata("podman-inspect.json")).unwrap().unwrap();
+        assert_eq!(podman.listed.state, State::Running);
+        for file in ["podman-inspect-stopped-none.json", "nerdctl-inspect-stopped-none-format-json.txt"] {
+            let text = testdata(file);
+            // The nerdctl capture is one object from `--format json`; inspect prints an array.
+            let text = if text.trim_start().starts_with('[') { text } else { format!("[{text}]") };
+            let stopped = parse_found(&text).unwrap().unwrap();
+            assert_eq!(stopped.listed.state, State::Stopped, "{file}");
+        }
+        assert!(parse_found("[]").unwrap().is_none());
+    }
+
+    #[test]
+    fn an_unknown_state_is_not_taken_for_stopped() {
+        let text = r#"[{"Name":"brig-x","State":{"Status":"unknown","Running":false}}]"#;
+        assert!(matches!(parse_found(text), Err(FoundError::UnknownState { .. })));
+        let text = r#"[{"Name":"/brig-x","State":{"Status":"exited","Running":false}}]"#;
+        assert_eq!(parse_found(text).unwrap().unwrap().listed.name, "brig-x");
+    }
+
+    #[test]
+    fn shim_executables() {
+        assert_eq!(shim_executable("io.containerd.urunc.v2").as_deref(), Some("containerd-shim-urunc-v2"));
+        assert_eq!(shim_executable("io.containerd.runc.v2").as_deref(), Some("containerd-shim-runc-v2"));
+        assert_eq!(shim_executable("/opt/bin/shim").as_deref(), Some("/opt/bin/shim"));
+        assert_eq!(shim_executable("crun"), None);
     }
 
     #[test]
