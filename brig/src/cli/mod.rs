@@ -34,6 +34,8 @@ pub enum UsageError {
     YesWithoutAll,
     #[error("`brig {verb}` takes no -d/--detach")]
     DetachOnVerb { verb: &'static str },
+    #[error("`brig sh` takes one script: -c before the ref, or -c right after it, not both")]
+    TwoScripts,
 }
 
 /// brig runs AI coding agents in sandboxes they cannot escape.

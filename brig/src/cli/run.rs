@@ -73,6 +73,9 @@ pub struct RunArgs {
 pub struct ShArgs {
     #[command(flatten)]
     pub sandbox: SandboxOptions,
+    /// Run this script with bash -lc (also accepted right after the ref).
+    #[arg(short = 'c', long = "command", value_name = "SCRIPT")]
+    pub script: Option<String>,
     /// Refused: sh mounts the project the session remembers.
     #[arg(long, hide = true)]
     pub no_project: bool,
@@ -121,6 +124,8 @@ pub struct RunLine {
     pub agent_args: Vec<String>,
     /// brig flags that stood past the ref and go to the agent as written.
     pub misplaced: Vec<String>,
+    /// `sh` only: `-c '<script>'` right after the ref.
+    pub script: Option<String>,
 }
 
 impl RunLine {
@@ -134,6 +139,20 @@ impl RunLine {
         {
             project = Some(first.clone());
             rest = tail;
+        }
+        // `brig sh <ref> -c '<script>' [args…]`: the script form. After
+        // `--`, a `-c` is a command like any other.
+        if !takes_project
+            && let [flag, script, tail @ ..] = rest
+            && flag == "-c"
+        {
+            return RunLine {
+                reference: reference.clone(),
+                project: None,
+                agent_args: tail.to_vec(),
+                misplaced: Vec::new(),
+                script: Some(script.clone()),
+            };
         }
         // `--` ends brig's reading; a project read before it stands.
         let (rest, after_dashes) = match rest.split_first() {
@@ -152,7 +171,7 @@ impl RunLine {
                 .cloned()
                 .collect()
         };
-        RunLine { reference: reference.clone(), project, agent_args: rest.to_vec(), misplaced }
+        RunLine { reference: reference.clone(), project, agent_args: rest.to_vec(), misplaced, script: None }
     }
 }
 
@@ -201,7 +220,13 @@ pub fn run(args: RunArgs, ctx: &Context) -> Result<Outcome, Error> {
 }
 
 pub fn sh(args: ShArgs, ctx: &Context) -> Result<Outcome, Error> {
-    let line = RunLine::split(&args.words, false);
+    let mut line = RunLine::split(&args.words, false);
+    if let Some(script) = &args.script {
+        if line.script.is_some() {
+            return Err(UsageError::TwoScripts.into());
+        }
+        line.script = Some(script.clone());
+    }
     with_json_refusal(ctx, &line.reference, || {
         if args.no_project {
             return Err(UsageError::NoProjectOnVerb { verb: "sh" }.into());
@@ -266,7 +291,7 @@ impl Launch<'_> {
             }
             return Ok(Code::Success.into());
         }
-        let argv = agent_argv(self.verb, &profile, &session, &self.line.agent_args)?;
+        let argv = agent_argv(self.verb, &profile, &session, self.line)?;
         let terminal = std::io::stdin().is_terminal() && std::io::stdout().is_terminal();
         let spec = ExecSpec {
             argv,
@@ -296,10 +321,17 @@ impl Launch<'_> {
 
 /// What runs in the sandbox. `run` starts the profile's agent (claude-code
 /// also gets the session label as its display name, and only on `run`);
-/// `sh` and shell profiles start a login shell, or one command through it.
-fn agent_argv(verb: Verb, profile: &Profile, session: &Session, args: &[String]) -> Result<Vec<String>, Error> {
+/// `sh` and shell profiles start a login shell, one command through it, or
+/// a script (`-c`) with the words after it as its `$1…`.
+fn agent_argv(verb: Verb, profile: &Profile, session: &Session, line: &RunLine) -> Result<Vec<String>, Error> {
+    let args = &line.agent_args;
     let shell = verb == Verb::Sh || profile.kind == ProfileKind::Shell;
     if shell {
+        if let Some(script) = &line.script {
+            let mut argv: Vec<String> = vec!["bash".into(), "-lc".into(), script.clone(), "bash".into()];
+            argv.extend(args.iter().cloned());
+            return Ok(argv);
+        }
         if args.is_empty() {
             return Ok(vec!["bash".into(), "-l".into()]);
         }
@@ -308,8 +340,9 @@ fn agent_argv(verb: Verb, profile: &Profile, session: &Session, args: &[String])
         argv.extend(args.iter().cloned());
         return Ok(argv);
     }
+    // The plan refused a GUI profile before anything was made.
     let Some(binary) = profile.binary.clone() else {
-        return Err(crate::runtime::Error::NotYetSupported { verb: "a gui profile on Linux" }.into());
+        return Err(crate::engine::Error::GuiNotHere { profile: profile.name.clone() }.into());
     };
     let mut argv = vec![binary];
     if let (Some(label), "claude-code") = (session.label(), profile.name.as_str()) {
@@ -362,6 +395,7 @@ mod tests {
     #[case::own_flag_with_value("claude --network=shared", true, None, "--network=shared", "--network=shared")]
     #[case::sh_has_no_project("claude ls -la", false, None, "ls -la", "")]
     #[case::sh_command_after_dashes("claude -- -d", false, None, "-d", "")]
+    #[case::sh_dash_c_after_dashes_is_a_command("claude -- -c x", false, None, "-c x", "")]
     fn run_line(
         #[case] line: &str,
         #[case] takes_project: bool,
@@ -371,8 +405,18 @@ mod tests {
     ) {
         let got = RunLine::split(&words(line), takes_project);
         assert_eq!(got.reference, "claude");
+        assert_eq!(got.script, None);
         assert_eq!(got.project.as_deref(), project);
         assert_eq!(got.agent_args, words(agent));
         assert_eq!(got.misplaced, words(misplaced));
+    }
+
+    #[test]
+    fn sh_takes_a_script_after_the_ref() {
+        let got = RunLine::split(&words("claude -c echo a b"), false);
+        assert_eq!(got.script.as_deref(), Some("echo"));
+        assert_eq!(got.agent_args, words("a b"));
+        // On `run`, -c belongs to the agent.
+        assert_eq!(RunLine::split(&words("claude -c x"), true).script, None);
     }
 }

@@ -111,6 +111,7 @@ impl Engine<'_> {
             entry.project = plan.project.clone();
             entry.network = Some(network.to_string());
             entry.recreating = false;
+            entry.runtime = Some(plan.runtime.kind().to_string());
             if booted {
                 entry.image = Some(plan.resolved.image.clone());
                 entry.emptied_home = false;

@@ -80,6 +80,7 @@ mod tests {
             image: None,
             emptied_home: false,
             recreating: false,
+            runtime: None,
         }
     }
 

@@ -48,6 +48,10 @@ pub enum Error {
         "sandbox name {sandbox} is not one every runtime accepts (at most {max} characters, and a single '.', '_' or '-' between letters and digits); choose another label"
     )]
     UnusableName { sandbox: String, max: usize },
+    #[error(
+        "the sandbox of {reference} was booted on {other}, which this run does not use; run with BRIG_RUNTIME={other}, or remove it there first with `BRIG_RUNTIME={other} brig rm {reference}`"
+    )]
+    OnOtherRuntime { reference: String, other: String },
     /// A plan used before it was complete: a bug, never a user's mistake.
     #[error("internal error: a plan was applied before it was complete")]
     Incomplete,

@@ -273,6 +273,22 @@ impl Engine<'_> {
                 return Err(err.into());
             }
         };
+        if existing.is_none()
+            && let Some(other) = record.as_ref().and_then(|r| r.runtime.as_deref())
+            && other != runtime.kind().to_string()
+            && crate::runtime::Kind::parse(other)
+                .is_some_and(|k| crate::runtime::lookup_path(self.env, k.binary_name()).is_some())
+        {
+            // The session's sandbox lives on another runtime that is still
+            // installed: booting here would give one home to two guests, and
+            // the home is not left behind.
+            plan.runtime = Some(runtime);
+            return Err(EngineError::OnOtherRuntime {
+                reference: req.session.canonical_ref(),
+                other: other.to_owned(),
+            }
+            .into());
+        }
         let isolation = self.admit(runtime.as_ref(), existing.as_ref().map(|f| &f.listed));
         plan.runtime = Some(runtime);
         plan.isolation = Some(isolation?);

@@ -11,7 +11,7 @@ mod resolve;
 
 pub use adapter::{BootSpec, ExecSpec, Found, Listed, Mount, NetworkAttach, Runtime, State, Tmpfs};
 pub use oci::{OciCli, runtime_words};
-pub use resolve::{Chosen, Resolved, resolve};
+pub use resolve::{Chosen, Resolved, lookup_path, resolve};
 
 use crate::environment::Environment;
 

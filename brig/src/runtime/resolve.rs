@@ -100,7 +100,7 @@ fn check_executable(setting: &str, path: &Path) -> Result<PathBuf, Error> {
     Err(Error::BadBinary { setting: setting.to_owned(), path: path.to_path_buf(), problem })
 }
 
-pub(crate) fn lookup_path(env: &Environment, name: &str) -> Option<PathBuf> {
+pub fn lookup_path(env: &Environment, name: &str) -> Option<PathBuf> {
     env.get("PATH")?
         .split(':')
         .filter(|dir| !dir.is_empty())

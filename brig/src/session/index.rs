@@ -52,6 +52,10 @@ pub struct Record {
     /// one left behind: a failed recreate must not lose it.
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub recreating: bool,
+    /// The runtime (`nerdctl`, `podman`, …) the sandbox was last booted on:
+    /// a home whose sandbox lives on another runtime is not left behind.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub runtime: Option<String>,
 }
 
 impl Record {
@@ -67,6 +71,7 @@ impl Record {
             image: None,
             emptied_home: false,
             recreating: false,
+            runtime: None,
         }
     }
 }
@@ -231,6 +236,7 @@ mod tests {
             image: None,
             emptied_home: false,
             recreating: false,
+            runtime: None,
         }
     }
 
@@ -256,6 +262,7 @@ mod tests {
             image: Some("ghcr.io/x/y@sha256:abc".into()),
             emptied_home: true,
             recreating: false,
+            runtime: None,
         };
         let replaced = Index::update(&state, |ix| ix.insert("brig-claude-code-refactor", full.clone())).unwrap();
         assert_eq!(replaced, None);
