@@ -120,7 +120,7 @@ fn engine_code(err: &crate::engine::Error) -> Code {
     use crate::engine::Error as E;
     match err {
         E::BadImage { .. } | E::UnmountablePath { .. } | E::UnusableName { .. } => Code::Usage,
-        E::GuiNotHere { .. } | E::OnOtherRuntime { .. } | E::Incomplete => Code::Failure,
+        E::GuiNotHere { .. } | E::Unpublished { .. } | E::OnOtherRuntime { .. } | E::Incomplete => Code::Failure,
     }
 }
 

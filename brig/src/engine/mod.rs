@@ -38,6 +38,10 @@ pub enum Error {
     /// hull on macOS gives.
     #[error("{profile} is a GUI agent, which runs only on macOS (hull); on this host use a terminal agent")]
     GuiNotHere { profile: String },
+    #[error(
+        "the {profile} profile names the image {image}, which is not published; give one with --image or BRIG_IMAGE"
+    )]
+    Unpublished { profile: String, image: String },
     #[error("image \"{image}\" (from {from}) {problem}")]
     BadImage { image: String, from: String, problem: &'static str },
     #[error(

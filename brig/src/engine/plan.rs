@@ -321,6 +321,15 @@ impl Engine<'_> {
         let (image, source) = match (&req.image, settings.variable("IMAGE")) {
             (Some(image), _) => (image.clone(), "--image".to_owned()),
             (None, Some((var, image))) => (image.to_owned(), var),
+            // An example profile whose image was never published would
+            // only fail at the pull; say so before anything exists.
+            (None, None) if req.profile.unpublished => {
+                return Err(EngineError::Unpublished {
+                    profile: req.profile.name.clone(),
+                    image: req.profile.image.clone(),
+                }
+                .into());
+            }
             (None, None) => (req.profile.image.clone(), format!("the {} profile", req.profile.name)),
         };
         check_image(&image, &source)?;
