@@ -33,6 +33,12 @@ pub enum UsageError {
     YesWithoutAll,
     #[error("`brig {verb}` takes no -d/--detach")]
     DetachOnVerb { verb: &'static str },
+    #[error(
+        "`brig doctor --boot` needs an image that is already present locally (it never pulls): pass --image REF or set BRIG_IMAGE"
+    )]
+    BootWithoutImage,
+    #[error("{image:?} is not an image reference (it starts with - or holds a blank or control character)")]
+    BootImageUnusable { image: String },
 }
 
 /// brig runs AI coding agents in sandboxes they cannot escape.
