@@ -220,9 +220,9 @@ fn hypervisor_line(probe: &crate::kvm::Probe) -> Check {
             "hypervisor",
             Mark::Ok,
             format!(
-                "{}, and a 5-byte real-mode guest ran: KVM_RUN returned KVM_EXIT_IO ({GUEST_BYTE:#04x} to port {GUEST_PORT:#x}), then KVM_EXIT_HLT, {} ms after KVM_CREATE_VM; {NOT_SUFFICIENT}",
+                "{}, and a 5-byte real-mode guest ran: KVM_RUN returned KVM_EXIT_IO ({GUEST_BYTE:#04x} to port {GUEST_PORT:#x}), then KVM_EXIT_HLT, {:.1} ms after KVM_CREATE_VM; {NOT_SUFFICIENT}",
                 opened(halted.api_version),
-                halted.elapsed.as_millis()
+                halted.elapsed.as_secs_f64() * 1000.0
             ),
         ),
         (Err(Error::Absent), _) => Check::new(
@@ -500,7 +500,7 @@ mod tests {
             assert_eq!(check.mark, Mark::Ok);
             assert_eq!(
                 check.detail,
-                "/dev/kvm opens read-write, KVM_GET_API_VERSION = 12, and a 5-byte real-mode guest ran: KVM_RUN returned KVM_EXIT_IO (0x42 to port 0x10), then KVM_EXIT_HLT, 3 ms after KVM_CREATE_VM; necessary, not sufficient for a microVM sandbox, whose guest kernel may still fail to boot: `brig doctor --boot` boots one"
+                "/dev/kvm opens read-write, KVM_GET_API_VERSION = 12, and a 5-byte real-mode guest ran: KVM_RUN returned KVM_EXIT_IO (0x42 to port 0x10), then KVM_EXIT_HLT, 3.0 ms after KVM_CREATE_VM; necessary, not sufficient for a microVM sandbox, whose guest kernel may still fail to boot: `brig doctor --boot` boots one"
             );
             assert_eq!(check.fix, None);
         }

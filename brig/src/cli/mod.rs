@@ -77,7 +77,8 @@ pub enum Verb {
     /// Manage agent profiles.
     #[command(subcommand)]
     Agent(agent::AgentCommand),
-    /// Check what brig depends on: runtime, shim, profiles, brigd.
+    /// Check what brig depends on: hypervisor, runtime, shim, profiles,
+    /// brigd; with --boot, boot a throwaway sandbox and report each stage.
     Doctor(doctor::DoctorArgs),
     /// Print the build.
     Version(version::VersionArgs),

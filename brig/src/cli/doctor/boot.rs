@@ -55,6 +55,8 @@ pub struct Facts {
     pub runtime_bin: String,
     /// The containerd shim or OCI runtime the sandbox is handed to.
     pub shim: String,
+    /// What it is and which setting chose it.
+    pub shim_source: &'static str,
     pub isolation: Isolation,
     pub image: String,
     pub sandbox: String,
@@ -83,11 +85,13 @@ pub fn plan(
     let runtime = runtime::open(&resolved, env, None)?;
     let mut engine = Engine::new(env, registry, Prompts::Nobody, Warnings::stderr())?;
     let isolation = engine.admit(runtime.as_ref(), None)?;
+    let (shim, shim_source) = shim_name(env, &resolved);
     let facts = Facts {
         kind: resolved.kind,
         runtime: super::describe_runtime(&resolved),
         runtime_bin: resolved.bin.display().to_string(),
-        shim: shim_name(env, &resolved),
+        shim,
+        shim_source,
         isolation,
         image,
         sandbox: format!("{}doctor-{}", crate::session::reference::SANDBOX_PREFIX, std::process::id()),
@@ -103,14 +107,19 @@ fn image_is_plausible(image: &str) -> bool {
     !image.starts_with('-') && !image.chars().any(|c| c.is_whitespace() || c.is_control())
 }
 
-fn shim_name(env: &Environment, resolved: &Resolved) -> String {
+/// The shim or OCI runtime a sandbox is handed to, and which setting chose it.
+fn shim_name(env: &Environment, resolved: &Resolved) -> (String, &'static str) {
     match resolved.kind {
-        Kind::Nerdctl => env.get("BRIG_CONTAINERD_RUNTIME").unwrap_or(runtime::DEFAULT_SHIM).to_owned(),
-        Kind::Podman => {
-            runtime::podman_configured_runtime(env).unwrap_or_else(|| "podman's default OCI runtime".to_owned())
-        }
-        Kind::Docker => "the docker engine's default runtime".to_owned(),
-        Kind::Hull => "hull's virtual machine".to_owned(),
+        Kind::Nerdctl => match env.get("BRIG_CONTAINERD_RUNTIME") {
+            Some(shim) => (shim.to_owned(), "containerd shim, chosen by BRIG_CONTAINERD_RUNTIME"),
+            None => (runtime::DEFAULT_SHIM.to_owned(), "containerd shim, brig's default"),
+        },
+        Kind::Podman => match runtime::podman_configured_runtime(env) {
+            Some(name) => (name, "podman's OCI runtime, named in its containers.conf"),
+            None => ("podman's default OCI runtime".to_owned(), "no containers.conf names one"),
+        },
+        Kind::Docker => ("the docker engine's default runtime".to_owned(), "the engine's configuration"),
+        Kind::Hull => ("hull's virtual machine".to_owned(), "hull"),
     }
 }
 
@@ -407,7 +416,7 @@ pub fn checks(facts: &Facts, stages: &Stages) -> Vec<Check> {
     };
     let mut lines = vec![
         Check::new("runtime", Mark::Ok, facts.runtime.clone()),
-        Check::new("shim", Mark::Ok, facts.shim.clone()),
+        Check::new("shim", Mark::Ok, format!("{} ({})", facts.shim, facts.shim_source)),
         Check::new("isolation", Mark::Ok, isolation),
         create_line(facts, &stages.create),
         start_line(facts, &stages.start),
@@ -654,6 +663,7 @@ mod tests {
             runtime: format!("{kind} (/usr/bin/{kind}), chosen by BRIG_RUNTIME"),
             runtime_bin: format!("/usr/bin/{kind}"),
             shim: shim.to_owned(),
+            shim_source: "containerd shim, chosen by BRIG_CONTAINERD_RUNTIME",
             isolation,
             image: "localhost/brig-lab/guest:latest".to_owned(),
             sandbox: "brig-doctor-42".to_owned(),
@@ -709,7 +719,7 @@ mod tests {
             lines(&container(), &stages),
             [
                 "ok runtime nerdctl (/usr/bin/nerdctl), chosen by BRIG_RUNTIME",
-                "ok shim io.containerd.runc.v2",
+                "ok shim io.containerd.runc.v2 (containerd shim, chosen by BRIG_CONTAINERD_RUNTIME)",
                 "ok isolation container: the sandbox shares the host's kernel; accepted because BRIG_ALLOW_CONTAINER_ISOLATION is set",
                 "ok create brig-doctor-42 from localhost/brig-lab/guest:latest, created and started by one `nerdctl run --detach` (0.18s)",
                 "ok start nerdctl lists brig-doctor-42 as running (0.03s)",
