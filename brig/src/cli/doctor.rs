@@ -315,6 +315,10 @@ fn shim(env: &Environment, adapter: &dyn Runtime) -> Check {
     let kind = adapter.kind();
     let name = match kind {
         Kind::Nerdctl => env.get("BRIG_CONTAINERD_RUNTIME").unwrap_or(DEFAULT_SHIM).to_owned(),
+        Kind::Podman => match runtime::podman_configured_runtime(env) {
+            Some(name) => format!("{name} (podman's OCI runtime, named in its containers.conf)"),
+            None => "podman's default OCI runtime".to_owned(),
+        },
         _ => format!("{kind}'s OCI runtime"),
     };
     let allowed = crate::settings::global::<crate::settings::Bool>(env, "BRIG_ALLOW_CONTAINER_ISOLATION");
@@ -343,7 +347,14 @@ fn shim(env: &Environment, adapter: &dyn Runtime) -> Check {
         (Ok(Isolation::Container), Ok(_)) => Check::problem(
             "shim",
             format!("{name} runs sandboxes as containers sharing the host kernel; brig refuses to boot them (exit 7)"),
-            "set BRIG_CONTAINERD_RUNTIME to a microVM shim (io.containerd.urunc.v2, io.containerd.kata.v2), or BRIG_ALLOW_CONTAINER_ISOLATION=1 to accept a container",
+            match kind {
+                Kind::Podman => {
+                    "set podman's OCI runtime to krun ([engine] runtime in containers.conf), or BRIG_ALLOW_CONTAINER_ISOLATION=1 to accept a container"
+                }
+                _ => {
+                    "set BRIG_CONTAINERD_RUNTIME to a microVM shim (io.containerd.urunc.v2, io.containerd.kata.v2), or BRIG_ALLOW_CONTAINER_ISOLATION=1 to accept a container"
+                }
+            },
         ),
     }
 }
@@ -563,6 +574,34 @@ mod tests {
                 None => assert_eq!(check.fix, None),
             }
         }
+    }
+
+    #[test]
+    fn a_refused_container_shim_gets_the_fix_of_its_own_runtime() {
+        let dir = std::env::temp_dir().join(format!("brig-doctor-shim-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let conf = dir.join("containers.conf");
+        std::fs::write(&conf, "[engine]\nruntime = \"runc\"\n").unwrap();
+        let env = Environment::from_pairs([("CONTAINERS_CONF", conf.to_str().unwrap())]);
+        let podman = runtime::OciCli::podman("/bin/false".into(), std::slice::from_ref(&conf));
+        let check = shim(&env, &podman);
+        assert_eq!(check.mark, Mark::Problem);
+        assert!(
+            check.detail.starts_with("runc (podman's OCI runtime, named in its containers.conf) runs"),
+            "{}",
+            check.detail
+        );
+        assert!(check.fix.as_deref().unwrap().starts_with("set podman's OCI runtime to krun"), "{:?}", check.fix);
+
+        let env = Environment::from_pairs([("BRIG_CONTAINERD_RUNTIME", "io.containerd.runc.v2")]);
+        let nerdctl = runtime::OciCli::new(Kind::Nerdctl, "/bin/false".into(), Some("io.containerd.runc.v2".into()));
+        let check = shim(&env, &nerdctl);
+        assert!(
+            check.fix.as_deref().unwrap().starts_with("set BRIG_CONTAINERD_RUNTIME to a microVM shim"),
+            "{:?}",
+            check.fix
+        );
+        let _ = std::fs::remove_dir_all(&dir);
     }
 
     #[test]
