@@ -12,6 +12,8 @@ pub mod environment;
 pub mod error;
 pub mod exit;
 pub mod json;
+#[cfg(target_os = "linux")]
+pub mod kvm;
 pub mod process;
 pub mod profile;
 pub mod proto;

@@ -8,12 +8,15 @@
 //! failure carries the argv that was run (which holds no value, so it is safe
 //! to print) with the first lines of the child's own stderr.
 
+use std::cell::RefCell;
 use std::ffi::OsString;
 use std::fmt;
 use std::io::Read;
 use std::os::unix::process::CommandExt;
 use std::path::{Path, PathBuf};
 use std::process::{ExitStatus, Stdio};
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
 
 /// At most this many stderr lines go into an error: enough for the cause,
@@ -32,6 +35,10 @@ pub enum Error {
     Failed { command: String, status: ExitStatus, stderr: String },
     #[error("{command}: no answer within {}s", timeout.as_secs())]
     Timeout { command: String, timeout: Duration },
+    /// The caller's [`Deadline`] passed (or was cancelled) first; the child
+    /// was killed, or never started.
+    #[error("{command}: stopped at the caller's deadline")]
+    Deadline { command: String },
     #[error("cannot hand the terminal to {command}")]
     Exec {
         command: String,
@@ -51,6 +58,67 @@ impl Error {
             Error::Failed { stderr, .. } if !stderr.is_empty() => Some(stderr),
             _ => None,
         }
+    }
+}
+
+/// A point in time, and optionally a flag that brings it forward, after
+/// which every command run through [`Command::capture`] (and so
+/// [`Command::output`]) under [`Deadline::run`] on this thread is killed.
+///
+/// It exists for callers that hold a whole sequence of runtime calls to one
+/// budget (`brig doctor --boot`) while the adapters run their commands
+/// without knowing about it: an adapter's own timeout still applies, and the
+/// earlier of the two wins. Commands that hand over the terminal are not
+/// covered.
+#[derive(Debug, Clone)]
+pub struct Deadline {
+    at: Instant,
+    cancel: Option<Arc<AtomicBool>>,
+}
+
+thread_local! {
+    static DEADLINE: RefCell<Option<Deadline>> = const { RefCell::new(None) };
+}
+
+impl Deadline {
+    pub fn at(at: Instant) -> Self {
+        Deadline { at, cancel: None }
+    }
+
+    /// End sooner, as soon as `flag` is set (from a signal handler, say).
+    pub fn or_when(mut self, flag: Arc<AtomicBool>) -> Self {
+        self.cancel = Some(flag);
+        self
+    }
+
+    pub fn cancelled(&self) -> bool {
+        self.cancel.as_ref().is_some_and(|flag| flag.load(Ordering::SeqCst))
+    }
+
+    pub fn passed(&self) -> bool {
+        self.cancelled() || Instant::now() >= self.at
+    }
+
+    pub fn remaining(&self) -> Duration {
+        if self.cancelled() { Duration::ZERO } else { self.at.saturating_duration_since(Instant::now()) }
+    }
+
+    /// Run `f` with this deadline over the commands it runs on this thread;
+    /// the previous one (if any) is back in force afterwards.
+    pub fn run<T>(&self, f: impl FnOnce() -> T) -> T {
+        struct Restore(Option<Deadline>);
+        impl Drop for Restore {
+            fn drop(&mut self) {
+                let previous = self.0.take();
+                DEADLINE.with(|d| *d.borrow_mut() = previous);
+            }
+        }
+        let _restore = Restore(DEADLINE.with(|d| d.borrow_mut().replace(self.clone())));
+        f()
+    }
+
+    fn current() -> Option<Deadline> {
+        DEADLINE.with(|d| d.borrow().clone())
     }
 }
 
@@ -151,6 +219,10 @@ impl Command {
 
     /// Run capturing output, and return the status whatever it is.
     pub fn capture(&self) -> Result<(ExitStatus, String, String), Error> {
+        let deadline = Deadline::current();
+        if deadline.as_ref().is_some_and(Deadline::passed) {
+            return Err(Error::Deadline { command: self.display() });
+        }
         tracing::debug!("running {}", self.display());
         let mut cmd = self.std();
         cmd.stdin(if self.stdin.is_some() { Stdio::piped() } else { Stdio::null() })
@@ -168,18 +240,23 @@ impl Command {
         });
         let out = drain(child.stdout.take());
         let err = drain(child.stderr.take());
-        let status = match self.timeout {
-            None => child.wait(),
-            Some(limit) => {
+        let status = match (self.timeout, deadline) {
+            (None, None) => child.wait(),
+            (limit, deadline) => {
                 let start = Instant::now();
                 loop {
                     if let Some(status) = child.try_wait().map_err(|source| self.spawn_error(source))? {
                         break Ok(status);
                     }
-                    if start.elapsed() >= limit {
+                    let timed_out = limit.filter(|limit| start.elapsed() >= *limit);
+                    let stopped = deadline.as_ref().is_some_and(Deadline::passed);
+                    if timed_out.is_some() || stopped {
                         let _ = child.kill();
                         let _ = child.wait();
-                        return Err(Error::Timeout { command: self.display(), timeout: limit });
+                        return Err(match timed_out {
+                            Some(timeout) if !stopped => Error::Timeout { command: self.display(), timeout },
+                            _ => Error::Deadline { command: self.display() },
+                        });
                     }
                     std::thread::sleep(Duration::from_millis(5));
                 }
@@ -309,6 +386,38 @@ mod tests {
         let err = Command::new("/bin/sleep").arg("5").timeout(Duration::from_millis(100)).output().unwrap_err();
         assert!(matches!(err, Error::Timeout { .. }), "{err}");
         assert!(start.elapsed() < Duration::from_secs(2));
+    }
+
+    #[test]
+    fn a_deadline_kills_a_child_that_has_no_timeout_of_its_own() {
+        let start = Instant::now();
+        let deadline = Deadline::at(start + Duration::from_millis(100));
+        let err = deadline.run(|| Command::new("/bin/sleep").arg("5").output()).unwrap_err();
+        assert!(matches!(err, Error::Deadline { .. }), "{err}");
+        assert!(start.elapsed() < Duration::from_secs(2));
+        // Outside `run` the deadline no longer applies.
+        assert!(Command::new("/bin/true").output().is_ok());
+    }
+
+    #[test]
+    fn a_passed_or_cancelled_deadline_starts_nothing() {
+        let marker = std::env::temp_dir().join(format!("brig-deadline-{}", std::process::id()));
+        let touch = || Command::new("/bin/touch").path_arg(&marker).output();
+        let flag = Arc::new(AtomicBool::new(true));
+        let cancelled = Deadline::at(Instant::now() + Duration::from_secs(60)).or_when(flag);
+        assert!(matches!(cancelled.run(touch), Err(Error::Deadline { .. })));
+        let passed = Deadline::at(Instant::now());
+        assert!(matches!(passed.run(touch), Err(Error::Deadline { .. })));
+        assert!(!marker.exists());
+    }
+
+    #[test]
+    fn the_earlier_of_timeout_and_deadline_wins() {
+        let deadline = Deadline::at(Instant::now() + Duration::from_secs(60));
+        let err = deadline
+            .run(|| Command::new("/bin/sleep").arg("5").timeout(Duration::from_millis(50)).output())
+            .unwrap_err();
+        assert!(matches!(err, Error::Timeout { .. }), "{err}");
     }
 
     #[test]

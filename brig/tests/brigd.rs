@@ -424,17 +424,17 @@ fn doctor_marks_brigd_absent_running_and_stale() {
     let scratch = Scratch::new("bd", "doctor");
     let socket = scratch.socket();
     std::fs::create_dir_all(socket.parent().unwrap()).unwrap();
-    assert_eq!(doctor_brigd_line(&scratch), format!("--  brigd     not running (no socket at {})", socket.display()));
+    assert_eq!(doctor_brigd_line(&scratch), format!("--  brigd      not running (no socket at {})", socket.display()));
 
     let mut daemon = scratch.daemon(&[]);
     let line = doctor_brigd_line(&scratch);
-    assert!(line.starts_with("ok  brigd     "), "{line}");
+    assert!(line.starts_with("ok  brigd      "), "{line}");
     assert!(line.ends_with(&format!("answers at {}", socket.display())), "{line}");
 
     daemon.signal(Signal::KILL);
     daemon.wait(Duration::from_secs(10));
     let line = doctor_brigd_line(&scratch);
-    assert!(line.starts_with("!!  brigd     a socket is at"), "{line}");
+    assert!(line.starts_with("!!  brigd      a socket is at"), "{line}");
     assert!(line.contains("refuses connections"), "{line}");
     assert!(line.contains("fix: start brigd again"), "{line}");
 }

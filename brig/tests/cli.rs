@@ -335,3 +335,91 @@ fn every_verb_meets_the_same_refusal() {
     assert_exit(&run, 2, &["a:b"]);
     assert!(!s.state().join("homes").exists(), "a refused run created a home");
 }
+
+const LAB_IMAGE: &str = "localhost/brig-lab/guest:latest";
+
+#[test]
+fn doctor_boot_without_an_image_is_exit_2_naming_both_sources() {
+    let s = Scratch::new("brig-cli", "boot-image");
+    let run = s.brig(&["doctor", "--boot"]);
+    assert_exit(&run, 2, &["--image", "BRIG_IMAGE", "never pulls"]);
+    assert_eq!(run.stdout, "");
+    // An image that argv would read as a flag is refused too.
+    let run = s.brig(&["doctor", "--boot", "--image=--privileged"]);
+    assert_exit(&run, 2, &["\"--privileged\" is not an image reference"]);
+    // --image and --timeout belong to --boot; a zero timeout is no timeout.
+    assert_exit(&s.brig(&["doctor", "--image", LAB_IMAGE]), 2, &["--boot"]);
+    assert_exit(&s.brig(&["doctor", "--boot", "--timeout", "0", "--image", LAB_IMAGE]), 2, &["--timeout"]);
+}
+
+#[test]
+fn doctor_boot_without_a_runtime_is_exit_4() {
+    let s = Scratch::new("brig-cli", "boot-runtime");
+    let run = s.brig(&["doctor", "--boot", "--image", LAB_IMAGE]);
+    assert_exit(&run, 4, &["no container runtime found on PATH"]);
+    let run = s.brig_env(&["doctor", "--boot"], &[("BRIG_IMAGE", LAB_IMAGE), ("BRIG_RUNTIME_BIN", "/no/such/nerdctl")]);
+    assert_exit(&run, 4, &["BRIG_RUNTIME_BIN", "/no/such/nerdctl"]);
+    assert_eq!(run.stdout, "");
+}
+
+/// A runtime binary that only records that it was run: the refusal must
+/// come before any runtime call, so it must never fire.
+fn tripwire(s: &Scratch, name: &str) -> (std::path::PathBuf, std::path::PathBuf) {
+    use std::os::unix::fs::PermissionsExt;
+    let marker = s.path("tripwire-fired");
+    let bin = s.path("bin").join(name);
+    std::fs::write(&bin, format!("#!/bin/sh\necho \"$@\" >> {}\nexit 1\n", marker.display())).unwrap();
+    std::fs::set_permissions(&bin, std::fs::Permissions::from_mode(0o755)).unwrap();
+    (bin, marker)
+}
+
+#[test]
+fn doctor_boot_on_a_container_shim_without_the_opt_in_is_exit_7_and_runs_nothing() {
+    let s = Scratch::new("brig-cli", "boot-container");
+    let (bin, marker) = tripwire(&s, "nerdctl");
+    let bin = bin.display().to_string();
+    let nerdctl = [
+        ("BRIG_RUNTIME", "nerdctl"),
+        ("BRIG_RUNTIME_BIN", bin.as_str()),
+        ("BRIG_CONTAINERD_RUNTIME", "io.containerd.runc.v2"),
+    ];
+    let run = s.brig_env(&["doctor", "--boot", "--image", LAB_IMAGE], &nerdctl);
+    assert_exit(&run, 7, &["io.containerd.runc.v2", "not as microVMs", "BRIG_ALLOW_CONTAINER_ISOLATION=1"]);
+    assert_eq!(run.stdout, "");
+    let mut off = nerdctl.to_vec();
+    off.push(("BRIG_ALLOW_CONTAINER_ISOLATION", "0"));
+    assert_exit(&s.brig_env(&["doctor", "--boot", "--image", LAB_IMAGE], &off), 7, &[]);
+    let mut bad = nerdctl.to_vec();
+    bad.push(("BRIG_ALLOW_CONTAINER_ISOLATION", "maybe"));
+    assert_exit(&s.brig_env(&["doctor", "--boot", "--image", LAB_IMAGE], &bad), 2, &["BRIG_ALLOW_CONTAINER_ISOLATION"]);
+
+    // podman with runc in its configuration is refused the same way.
+    let (podman, _) = tripwire(&s, "podman");
+    let conf = s.path("containers.conf");
+    std::fs::write(&conf, "[engine]\nruntime = \"runc\"\n").unwrap();
+    let (podman, conf) = (podman.display().to_string(), conf.display().to_string());
+    let run = s.brig_env(
+        &["doctor", "--boot", "--image", LAB_IMAGE],
+        &[("BRIG_RUNTIME", "podman"), ("BRIG_RUNTIME_BIN", podman.as_str()), ("CONTAINERS_CONF", conf.as_str())],
+    );
+    assert_exit(&run, 7, &["podman runs sandboxes as containers"]);
+    assert!(!marker.exists(), "a runtime call was made: {:?}", std::fs::read_to_string(&marker));
+}
+
+#[test]
+fn doctor_hypervisor_line_says_what_it_checked() {
+    let s = Scratch::new("brig-cli", "doctor-kvm");
+    let run = s.brig(&["doctor", "--json"]);
+    assert_exit(&run, 4, &[]);
+    let json = run.json();
+    let checks = json["data"]["checks"].as_array().unwrap();
+    let hypervisor = checks.iter().find(|c| c["name"] == "hypervisor").expect("a hypervisor line");
+    let detail = hypervisor["detail"].as_str().unwrap();
+    // Whatever this host offers, the line names the device and never
+    // claims more than the probe showed.
+    assert!(detail.contains("/dev/kvm") || detail.contains("not inspected"), "{detail}");
+    if hypervisor["mark"] == "ok" {
+        assert!(detail.contains("KVM_EXIT_HLT") && detail.contains("brig doctor --boot"), "{detail}");
+    }
+    assert!(json["data"].get("boot").is_none(), "{json}");
+}

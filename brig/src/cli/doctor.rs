@@ -5,8 +5,15 @@
 //! Only a missing or broken runtime sets the exit status (4): everything
 //! else is advice. Every line says what was actually looked at; a check this
 //! build cannot make says so instead of passing.
+//!
+//! `brig doctor --boot` is the one test no static check can stand in for: it
+//! boots a sandbox through the runtime and shim brig would use ([`boot`]).
+
+mod boot;
 
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::sync::atomic::AtomicBool;
 use std::time::Duration;
 
 use serde::Serialize;
@@ -19,7 +26,7 @@ use crate::environment::Environment;
 use crate::exit::Code;
 use crate::json::Envelope;
 use crate::profile::{Profile, Registry};
-use crate::runtime::{self, Chosen, DEFAULT_SHIM, Isolation, Kind, Runtime};
+use crate::runtime::{self, Chosen, DEFAULT_SHIM, Isolation, Kind, Resolved, Runtime};
 use crate::session::Session;
 
 #[derive(Debug, clap::Args)]
@@ -27,6 +34,24 @@ pub struct DoctorArgs {
     /// Check the runtime this session's profile uses (its runtimeBin).
     #[arg(value_name = "REF")]
     pub reference: Option<String>,
+    /// Boot a throwaway sandbox through the runtime and shim, run `true` in
+    /// it, remove it, and report each stage.
+    #[arg(long)]
+    pub boot: bool,
+    /// The image --boot uses (else BRIG_IMAGE); it must be present locally,
+    /// doctor never pulls.
+    #[arg(long, value_name = "REF", requires = "boot")]
+    pub image: Option<String>,
+    /// Seconds --boot allows for create, start and the first exec; removal
+    /// has 30 more of its own.
+    #[arg(
+        long,
+        value_name = "SECS",
+        requires = "boot",
+        default_value_t = boot::DEFAULT_TIMEOUT_S,
+        value_parser = clap::value_parser!(u64).range(1..=3600),
+    )]
+    pub timeout: u64,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
@@ -49,27 +74,34 @@ impl Mark {
 }
 
 #[derive(Debug, Serialize)]
+#[serde(rename_all = "camelCase")]
 struct Check {
     name: &'static str,
     mark: Mark,
     detail: String,
     #[serde(skip_serializing_if = "Option::is_none")]
     fix: Option<String>,
+    /// How long the stage took (`--boot` only).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    elapsed_ms: Option<u64>,
 }
 
 impl Check {
     fn new(name: &'static str, mark: Mark, detail: impl Into<String>) -> Check {
-        Check { name, mark, detail: detail.into(), fix: None }
+        Check { name, mark, detail: detail.into(), fix: None, elapsed_ms: None }
     }
 
     fn problem(name: &'static str, detail: impl Into<String>, fix: impl Into<String>) -> Check {
-        Check { name, mark: Mark::Problem, detail: detail.into(), fix: Some(fix.into()) }
+        Check { name, mark: Mark::Problem, detail: detail.into(), fix: Some(fix.into()), elapsed_ms: None }
     }
 }
 
 #[derive(Debug, Serialize)]
 struct DoctorData {
     checks: Vec<Check>,
+    /// `--boot` only: what was booted and how it ended.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    boot: Option<boot::BootData>,
 }
 
 /// How long `brig doctor` waits for a daemon's answer.
@@ -85,6 +117,9 @@ pub fn run(args: DoctorArgs, ctx: &Context) -> Result<Code, Error> {
         }
         None => None,
     };
+    if args.boot {
+        return run_boot(&args, ctx, &registry, profile.as_ref());
+    }
 
     let mut checks = vec![
         Check::new("build", Mark::Ok, BuildInfo::current().line()),
@@ -101,19 +136,42 @@ pub fn run(args: DoctorArgs, ctx: &Context) -> Result<Code, Error> {
     checks.push(brigd(env));
 
     if ctx.json {
-        print(format!("{}\n", Envelope::new("Doctor", &DoctorData { checks }).to_line()))?;
+        print(format!("{}\n", Envelope::new("Doctor", &DoctorData { checks, boot: None }).to_line()))?;
     } else {
         print(render(&checks))?;
     }
     Ok(if runtime_broken { Code::NoRuntime } else { Code::Success })
 }
 
+/// `--boot`: plan (refusing before anything exists), boot, report.
+fn run_boot(args: &DoctorArgs, ctx: &Context, registry: &Registry, profile: Option<&Profile>) -> Result<Code, Error> {
+    let plan = boot::plan(&ctx.env, registry, profile, args.image.as_deref(), args.timeout)?;
+    // From here on a signal must not end brig before the sandbox is removed:
+    // it cuts the running stage short, and cleanup runs as usual. The runtime
+    // child shares the terminal's process group and gets SIGINT itself.
+    let interrupted = Arc::new(AtomicBool::new(false));
+    for signal in [signal_hook::consts::SIGINT, signal_hook::consts::SIGTERM, signal_hook::consts::SIGHUP] {
+        // Registration fails only for signals that cannot be caught, which
+        // these are not.
+        let _ = signal_hook::flag::register(signal, Arc::clone(&interrupted));
+    }
+    let stages = boot::apply(&plan, &interrupted);
+    let checks = boot::checks(plan.facts(), &stages);
+    if ctx.json {
+        let data = DoctorData { checks, boot: Some(boot::data(plan.facts(), &stages)) };
+        print(format!("{}\n", Envelope::new("Doctor", &data).to_line()))?;
+    } else {
+        print(render(&checks))?;
+    }
+    Ok(stages.code())
+}
+
 fn render(checks: &[Check]) -> String {
     let mut out = String::new();
     for check in checks {
-        out.push_str(&format!("{:<2}  {:<9} {}\n", check.mark.text(), check.name, check.detail));
+        out.push_str(&format!("{:<2}  {:<10} {}\n", check.mark.text(), check.name, check.detail));
         if let Some(fix) = &check.fix {
-            out.push_str(&format!("              fix: {fix}\n"));
+            out.push_str(&format!("{:15}fix: {fix}\n", ""));
         }
     }
     out
@@ -127,24 +185,77 @@ fn host() -> String {
     }
 }
 
-/// What can honestly be said about the hypervisor without booting a guest:
-/// whether the device is there and opens. Whether a guest actually boots
-/// is not checked here, so the mark never claims it.
+/// How long the probe guest has to halt: it runs three instructions.
+#[cfg(target_os = "linux")]
+const KVM_PROBE_DEADLINE: Duration = Duration::from_secs(2);
+
+/// What a passing hypervisor line cannot promise.
+const NOT_SUFFICIENT: &str = "necessary, not sufficient for a microVM sandbox, whose guest kernel may still fail to boot: `brig doctor --boot` boots one";
+
+/// The hypervisor line: KVM's probe on Linux, nothing elsewhere.
 fn hypervisor() -> Check {
-    const NOT_CHECKED: &str = "whether a guest boots is not checked by this build";
-    if !cfg!(target_os = "linux") {
-        return Check::new("hypervisor", Mark::Absent, format!("not inspected on this host; {NOT_CHECKED}"));
+    #[cfg(target_os = "linux")]
+    {
+        hypervisor_line(&crate::kvm::probe(Path::new(crate::kvm::DEVICE), KVM_PROBE_DEADLINE))
     }
-    let kvm = Path::new("/dev/kvm");
-    let detail = if !kvm.exists() {
-        format!("/dev/kvm is absent, so no microVM can run here; {NOT_CHECKED}")
-    } else {
-        match std::fs::OpenOptions::new().read(true).write(true).open(kvm) {
-            Ok(_) => format!("/dev/kvm is present and opens read-write; {NOT_CHECKED}"),
-            Err(e) => format!("/dev/kvm is present but does not open read-write ({e}); {NOT_CHECKED}"),
+    #[cfg(not(target_os = "linux"))]
+    {
+        Check::new(
+            "hypervisor",
+            Mark::Absent,
+            "not inspected on this host (brig's KVM probe is Linux-only); `brig doctor --boot` boots a sandbox",
+        )
+    }
+}
+
+/// The line for a probe's outcome. Every line names what was checked, and
+/// the `ok` line says what it does not prove.
+#[cfg(target_os = "linux")]
+fn hypervisor_line(probe: &crate::kvm::Probe) -> Check {
+    use crate::kvm::{API_VERSION, DEVICE, Error, GUEST_BYTE, GUEST_PORT};
+    const NO_MICROVM: &str = "only container isolation (BRIG_ALLOW_CONTAINER_ISOLATION=1) can run here";
+    let opened = |version: i32| format!("{DEVICE} opens read-write, KVM_GET_API_VERSION = {version}");
+    match (&probe.guest, probe.api_version) {
+        (Ok(halted), _) => Check::new(
+            "hypervisor",
+            Mark::Ok,
+            format!(
+                "{}, and a 5-byte real-mode guest ran: KVM_RUN returned KVM_EXIT_IO ({GUEST_BYTE:#04x} to port {GUEST_PORT:#x}), then KVM_EXIT_HLT, {:.1} ms after KVM_CREATE_VM; {NOT_SUFFICIENT}",
+                opened(halted.api_version),
+                halted.elapsed.as_secs_f64() * 1000.0
+            ),
+        ),
+        (Err(Error::Absent), _) => Check::new(
+            "hypervisor",
+            Mark::Absent,
+            format!("{DEVICE} is absent, so no microVM can run here; {NO_MICROVM}"),
+        ),
+        (Err(Error::Open { source }), _) => Check::problem(
+            "hypervisor",
+            format!("{DEVICE} is present but does not open read-write ({source}); no microVM can run for this user"),
+            format!("give this user read-write access to {DEVICE} (usually the kvm group)"),
+        ),
+        (Err(Error::NoGuest), Some(version)) => Check::new(
+            "hypervisor",
+            Mark::Absent,
+            format!(
+                "{}; this build has no probe guest for {}, so whether a vCPU runs is not checked; {NOT_SUFFICIENT}",
+                opened(version),
+                std::env::consts::ARCH
+            ),
+        ),
+        (Err(err), version) => {
+            let reached = match version {
+                Some(version) if version == API_VERSION => format!("{}, but ", opened(version)),
+                _ => format!("{DEVICE} opens read-write, but "),
+            };
+            Check::problem(
+                "hypervisor",
+                format!("KVM present but cannot run a guest: {reached}{}", crate::proto::chain(err)),
+                format!("enable hardware (or nested) virtualization for this host; until then {NO_MICROVM}"),
+            )
         }
-    };
-    Check::new("hypervisor", Mark::Absent, detail)
+    }
 }
 
 /// The runtime line (resolved, opened, and asked for a listing) and the
@@ -164,14 +275,7 @@ fn runtime_checks(env: &Environment, profile: Option<&Profile>) -> (Check, Check
             );
         }
     };
-    let chosen = match &resolved.chosen {
-        Chosen::RuntimeBin => "chosen by BRIG_RUNTIME_BIN".to_owned(),
-        Chosen::Profile { name } => format!("chosen by profile {name}'s runtimeBin"),
-        Chosen::RuntimeKind => "chosen by BRIG_RUNTIME".to_owned(),
-        Chosen::Path { fallback: false } => "found on PATH".to_owned(),
-        Chosen::Path { fallback: true } => "found on PATH as a fallback: nerdctl is not there".to_owned(),
-    };
-    let what = format!("{} ({}), {chosen}", resolved.kind, resolved.bin.display());
+    let what = describe_runtime(&resolved);
     let adapter = match runtime::open(&resolved, env, None) {
         Ok(adapter) => adapter,
         Err(err) => {
@@ -195,10 +299,26 @@ fn runtime_checks(env: &Environment, profile: Option<&Profile>) -> (Check, Check
     (runtime_check, shim(env, adapter.as_ref()))
 }
 
+/// `nerdctl (/usr/bin/nerdctl), chosen by BRIG_RUNTIME`.
+fn describe_runtime(resolved: &Resolved) -> String {
+    let chosen = match &resolved.chosen {
+        Chosen::RuntimeBin => "chosen by BRIG_RUNTIME_BIN".to_owned(),
+        Chosen::Profile { name } => format!("chosen by profile {name}'s runtimeBin"),
+        Chosen::RuntimeKind => "chosen by BRIG_RUNTIME".to_owned(),
+        Chosen::Path { fallback: false } => "found on PATH".to_owned(),
+        Chosen::Path { fallback: true } => "found on PATH as a fallback: nerdctl is not there".to_owned(),
+    };
+    format!("{} ({}), {chosen}", resolved.kind, resolved.bin.display())
+}
+
 fn shim(env: &Environment, adapter: &dyn Runtime) -> Check {
     let kind = adapter.kind();
     let name = match kind {
         Kind::Nerdctl => env.get("BRIG_CONTAINERD_RUNTIME").unwrap_or(DEFAULT_SHIM).to_owned(),
+        Kind::Podman => match runtime::podman_configured_runtime(env) {
+            Some(name) => format!("{name} (podman's OCI runtime, named in its containers.conf)"),
+            None => "podman's default OCI runtime".to_owned(),
+        },
         _ => format!("{kind}'s OCI runtime"),
     };
     let allowed = crate::settings::global::<crate::settings::Bool>(env, "BRIG_ALLOW_CONTAINER_ISOLATION");
@@ -227,7 +347,14 @@ fn shim(env: &Environment, adapter: &dyn Runtime) -> Check {
         (Ok(Isolation::Container), Ok(_)) => Check::problem(
             "shim",
             format!("{name} runs sandboxes as containers sharing the host kernel; brig refuses to boot them (exit 7)"),
-            "set BRIG_CONTAINERD_RUNTIME to a microVM shim (io.containerd.urunc.v2, io.containerd.kata.v2), or BRIG_ALLOW_CONTAINER_ISOLATION=1 to accept a container",
+            match kind {
+                Kind::Podman => {
+                    "set podman's OCI runtime to krun ([engine] runtime in containers.conf), or BRIG_ALLOW_CONTAINER_ISOLATION=1 to accept a container"
+                }
+                _ => {
+                    "set BRIG_CONTAINERD_RUNTIME to a microVM shim (io.containerd.urunc.v2, io.containerd.kata.v2), or BRIG_ALLOW_CONTAINER_ISOLATION=1 to accept a container"
+                }
+            },
         ),
     }
 }
@@ -357,5 +484,136 @@ fn tilde(env: &Environment, path: &Path) -> String {
     match env.home().and_then(|home| path.strip_prefix(home).ok().map(PathBuf::from)) {
         Some(rest) => format!("~/{}", rest.display()),
         None => path.display().to_string(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[cfg(target_os = "linux")]
+    mod hypervisor {
+        use super::*;
+        use crate::kvm::{Error, Halted, Probe};
+        use rstest::rstest;
+
+        fn probe(api_version: Option<i32>, guest: Result<Halted, Error>) -> Probe {
+            Probe { api_version, guest }
+        }
+
+        fn halted() -> Result<Halted, Error> {
+            Ok(Halted { api_version: 12, elapsed: Duration::from_millis(3) })
+        }
+
+        #[test]
+        fn a_guest_that_halts_is_ok_and_says_what_it_does_not_prove() {
+            let check = hypervisor_line(&probe(Some(12), halted()));
+            assert_eq!(check.mark, Mark::Ok);
+            assert_eq!(
+                check.detail,
+                "/dev/kvm opens read-write, KVM_GET_API_VERSION = 12, and a 5-byte real-mode guest ran: KVM_RUN returned KVM_EXIT_IO (0x42 to port 0x10), then KVM_EXIT_HLT, 3.0 ms after KVM_CREATE_VM; necessary, not sufficient for a microVM sandbox, whose guest kernel may still fail to boot: `brig doctor --boot` boots one"
+            );
+            assert_eq!(check.fix, None);
+        }
+
+        #[rstest]
+        #[case::absent(
+            probe(None, Err(Error::Absent)),
+            Mark::Absent,
+            "/dev/kvm is absent, so no microVM can run here",
+            None
+        )]
+        #[case::unopenable(
+            probe(None, Err(Error::Open { source: std::io::Error::from_raw_os_error(13) })),
+            Mark::Problem,
+            "/dev/kvm is present but does not open read-write (Permission denied (os error 13))",
+            Some("kvm group")
+        )]
+        #[case::not_kvm(
+            probe(Some(11), Err(Error::ApiVersion { found: 11 })),
+            Mark::Problem,
+            "KVM present but cannot run a guest: /dev/kvm opens read-write, but KVM_GET_API_VERSION answers 11, not 12",
+            Some("enable hardware (or nested) virtualization")
+        )]
+        #[case::internal_error(
+            probe(Some(12), Err(Error::Exit { reason: 17, wanted: 5 })),
+            Mark::Problem,
+            "KVM present but cannot run a guest: /dev/kvm opens read-write, KVM_GET_API_VERSION = 12, but KVM_RUN ended with KVM_EXIT_INTERNAL_ERROR (17), not KVM_EXIT_HLT",
+            Some("BRIG_ALLOW_CONTAINER_ISOLATION=1")
+        )]
+        #[case::vcpu_never_returns(
+            probe(Some(12), Err(Error::NoReturn { within: Duration::from_secs(2) })),
+            Mark::Problem,
+            "KVM present but cannot run a guest: /dev/kvm opens read-write, KVM_GET_API_VERSION = 12, but KVM_RUN did not return within 2000 ms",
+            Some("nested")
+        )]
+        #[case::vm_refused(
+            probe(Some(12), Err(Error::Call { call: "KVM_CREATE_VM", source: std::io::Error::from_raw_os_error(1) })),
+            Mark::Problem,
+            "KVM present but cannot run a guest: /dev/kvm opens read-write, KVM_GET_API_VERSION = 12, but KVM_CREATE_VM failed: Operation not permitted (os error 1)",
+            Some("nested")
+        )]
+        #[case::no_guest_for_this_arch(
+            probe(Some(12), Err(Error::NoGuest)),
+            Mark::Absent,
+            "/dev/kvm opens read-write, KVM_GET_API_VERSION = 12; this build has no probe guest for",
+            None
+        )]
+        fn each_probe_outcome_names_what_was_checked(
+            #[case] probe: Probe,
+            #[case] mark: Mark,
+            #[case] detail: &str,
+            #[case] fix: Option<&str>,
+        ) {
+            let check = hypervisor_line(&probe);
+            assert_eq!(check.name, "hypervisor");
+            assert_eq!(check.mark, mark);
+            assert!(check.detail.starts_with(detail), "{}", check.detail);
+            match fix {
+                Some(fix) => assert!(check.fix.as_deref().unwrap_or_default().contains(fix), "{:?}", check.fix),
+                None => assert_eq!(check.fix, None),
+            }
+        }
+    }
+
+    #[test]
+    fn a_refused_container_shim_gets_the_fix_of_its_own_runtime() {
+        let dir = std::env::temp_dir().join(format!("brig-doctor-shim-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let conf = dir.join("containers.conf");
+        std::fs::write(&conf, "[engine]\nruntime = \"runc\"\n").unwrap();
+        let env = Environment::from_pairs([("CONTAINERS_CONF", conf.to_str().unwrap())]);
+        let podman = runtime::OciCli::podman("/bin/false".into(), std::slice::from_ref(&conf));
+        let check = shim(&env, &podman);
+        assert_eq!(check.mark, Mark::Problem);
+        assert!(
+            check.detail.starts_with("runc (podman's OCI runtime, named in its containers.conf) runs"),
+            "{}",
+            check.detail
+        );
+        assert!(check.fix.as_deref().unwrap().starts_with("set podman's OCI runtime to krun"), "{:?}", check.fix);
+
+        let env = Environment::from_pairs([("BRIG_CONTAINERD_RUNTIME", "io.containerd.runc.v2")]);
+        let nerdctl = runtime::OciCli::new(Kind::Nerdctl, "/bin/false".into(), Some("io.containerd.runc.v2".into()));
+        let check = shim(&env, &nerdctl);
+        assert!(
+            check.fix.as_deref().unwrap().starts_with("set BRIG_CONTAINERD_RUNTIME to a microVM shim"),
+            "{:?}",
+            check.fix
+        );
+        let _ = std::fs::remove_dir_all(&dir);
+    }
+
+    #[test]
+    fn lines_align_on_the_longest_name_and_fixes_sit_under_the_detail() {
+        let text = render(&[
+            Check::new("hypervisor", Mark::Ok, "kvm"),
+            Check::problem("shim", "missing", "install it"),
+            Check::new("brigd", Mark::Absent, "not running"),
+        ]);
+        assert_eq!(
+            text,
+            "ok  hypervisor kvm\n!!  shim       missing\n               fix: install it\n--  brigd      not running\n"
+        );
     }
 }

@@ -36,6 +36,12 @@ pub enum UsageError {
     DetachOnVerb { verb: &'static str },
     #[error("`brig sh` takes one script: -c before the ref, or -c right after it, not both")]
     TwoScripts,
+    #[error(
+        "`brig doctor --boot` needs an image that is already present locally (it never pulls): pass --image REF or set BRIG_IMAGE"
+    )]
+    BootWithoutImage,
+    #[error("{image:?} is not an image reference (it starts with - or holds a blank or control character)")]
+    BootImageUnusable { image: String },
 }
 
 /// brig runs AI coding agents in sandboxes they cannot escape.
@@ -76,7 +82,8 @@ pub enum Verb {
     /// Manage agent profiles.
     #[command(subcommand)]
     Agent(agent::AgentCommand),
-    /// Check what brig depends on: runtime, shim, profiles, brigd.
+    /// Check what brig depends on: hypervisor, runtime, shim, profiles,
+    /// brigd; with --boot, boot a throwaway sandbox and report each stage.
     Doctor(doctor::DoctorArgs),
     /// Print the build.
     Version(version::VersionArgs),

@@ -47,6 +47,16 @@ fn podman_config_files(env: &Environment) -> Vec<PathBuf> {
     files
 }
 
+/// The OCI runtime podman's configuration files name, which the podman
+/// adapter passes to `podman run --runtime`; `None` when no file names one
+/// (the adapter then passes podman's default).
+pub fn podman_configured_runtime(env: &Environment) -> Option<String> {
+    podman_config_files(env)
+        .iter()
+        .filter_map(|f| std::fs::read_to_string(f).ok())
+        .fold(None, |found, text| oci::engine_runtime(&text).or(found))
+}
+
 /// An output captured from a real runtime binary, for the parsers' tests.
 #[cfg(test)]
 pub(crate) fn testdata(name: &str) -> String {
