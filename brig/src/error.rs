@@ -47,3 +47,49 @@ impl Error {
         Error::Io { action, path: path.into(), source }
     }
 }
+
+/// An error and its sources on one line, `message: source: source…`. This is
+/// how both binaries print an error, how brigd puts one in a response's
+/// `error`, and how a warning names an unusable profile. Each message says
+/// only what its level adds and never repeats its source, so the chain reads
+/// once through without duplicates.
+pub fn chain(err: &dyn std::error::Error) -> String {
+    let mut line = err.to_string();
+    let mut next = err.source();
+    while let Some(cause) = next {
+        line.push_str(": ");
+        line.push_str(&cause.to_string());
+        next = cause.source();
+    }
+    line
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use rstest::rstest;
+
+    fn not_found() -> std::io::Error {
+        std::io::Error::from(std::io::ErrorKind::NotFound)
+    }
+
+    #[rstest]
+    #[case::no_source(Error::Stdout(std::io::Error::other("pipe")), "cannot write to stdout: pipe")]
+    #[case::io(Error::io("read", "/nope", not_found()), "cannot read /nope: entity not found")]
+    // A transparent variant forwards its inner error's sources, so the
+    // inner message is printed once, not once per level.
+    #[case::transparent(
+        Error::Profile(crate::profile::Error::UnknownAgent { name: "x".into() }),
+        "unknown agent \"x\"; `brig agent ls` lists the agents"
+    )]
+    #[case::three_levels(
+        Error::Profile(crate::profile::Error::EditedInvalid {
+            path: "/p/x.yaml".into(),
+            source: Box::new(crate::profile::Error::Write { action: "remove", path: "/p/y.yaml".into(), source: not_found() }),
+        }),
+        "/p/x.yaml is not usable after the edit and was kept as it is; run `brig agent edit` again to fix it: cannot remove /p/y.yaml: entity not found"
+    )]
+    fn chain_joins_each_source_once(#[case] err: Error, #[case] want: &str) {
+        assert_eq!(chain(&err), want);
+    }
+}

@@ -157,7 +157,7 @@ fn runtime_checks(env: &Environment, profile: Option<&Profile>) -> (Check, Check
             return (
                 Check::problem(
                     "runtime",
-                    crate::proto::chain(&err),
+                    crate::error::chain(&err),
                     "install nerdctl or podman, or point BRIG_RUNTIME_BIN at one",
                 ),
                 no_shim(),
@@ -176,7 +176,7 @@ fn runtime_checks(env: &Environment, profile: Option<&Profile>) -> (Check, Check
         Ok(adapter) => adapter,
         Err(err) => {
             return (
-                Check::problem("runtime", format!("{what}: {}", crate::proto::chain(&err)), "use nerdctl or podman"),
+                Check::problem("runtime", format!("{what}: {}", crate::error::chain(&err)), "use nerdctl or podman"),
                 no_shim(),
             );
         }
@@ -185,7 +185,7 @@ fn runtime_checks(env: &Environment, profile: Option<&Profile>) -> (Check, Check
         Ok(listed) => Check::new("runtime", Mark::Ok, format!("{what}; answers, {} brig sandbox(es)", listed.len())),
         Err(err) => Check::problem(
             "runtime",
-            format!("{what}, but it cannot answer: {}", crate::proto::chain(&err)),
+            format!("{what}, but it cannot answer: {}", crate::error::chain(&err)),
             match resolved.kind {
                 Kind::Nerdctl => "start containerd, and check that this user may use its socket",
                 _ => "check that the runtime works for this user (try its `ps -a`)",
@@ -205,7 +205,7 @@ fn shim(env: &Environment, adapter: &dyn Runtime) -> Check {
     match (adapter.isolation(), allowed) {
         (Err(err), _) => Check::problem(
             "shim",
-            crate::proto::chain(&err),
+            crate::error::chain(&err),
             "set BRIG_CONTAINERD_RUNTIME to a known shim such as io.containerd.urunc.v2",
         ),
         (_, Err(err)) => Check::problem("shim", err.to_string(), "set BRIG_ALLOW_CONTAINER_ISOLATION to 1 or 0"),
@@ -307,7 +307,7 @@ fn brigd(env: &Environment) -> Check {
         Err(err) => {
             return Check::problem(
                 "brigd",
-                format!("brigd at {shown} did not answer: {}", crate::proto::chain(&err)),
+                format!("brigd at {shown} did not answer: {}", crate::error::chain(&err)),
                 "restart brigd",
             );
         }

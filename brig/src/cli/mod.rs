@@ -126,13 +126,7 @@ pub fn main(args: impl IntoIterator<Item = OsString>) -> Outcome {
 
 /// `brig: error: <message>: <source>: <source>…` on stderr.
 fn print_error(err: &Error) {
-    let mut line = format!("brig: error: {err}");
-    let mut source = std::error::Error::source(err);
-    while let Some(cause) = source {
-        line.push_str(&format!(": {cause}"));
-        source = cause.source();
-    }
-    let _ = writeln!(std::io::stderr().lock(), "{line}");
+    let _ = writeln!(std::io::stderr().lock(), "brig: error: {}", crate::error::chain(err));
 }
 
 /// clap's own help and version go to stdout with exit 0; every usage

@@ -4,8 +4,9 @@ use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
 use super::builtin::{ALIASES, BUILTINS};
-use super::{Error, Profile, one_line, parse_bytes};
+use super::{Error, Profile, parse_bytes};
 use crate::environment::Environment;
+use crate::error::chain;
 
 /// Where a registry entry came from.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -73,7 +74,7 @@ impl Registry {
                         Entry { profile, origin: Origin::Builtin, text: b.yaml.to_owned() },
                     );
                 }
-                Err(e) => registry.warnings.push(one_line(&e)),
+                Err(e) => registry.warnings.push(chain(&e)),
             }
         }
         if let Some(dir) = dir {
@@ -102,7 +103,7 @@ impl Registry {
         for path in files {
             let label = path.display().to_string();
             let parsed = std::fs::read(&path).map_err(|e| format!("{label}: {e}")).and_then(|bytes| {
-                let profile = parse_bytes(&bytes, &label).map_err(|e| one_line(&e))?;
+                let profile = parse_bytes(&bytes, &label).map_err(|e| chain(&e))?;
                 // parse_bytes has checked UTF-8 already.
                 Ok((profile, String::from_utf8_lossy(&bytes).into_owned()))
             });
