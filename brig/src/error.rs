@@ -17,7 +17,7 @@ pub enum Error {
     #[error(transparent)]
     Runtime(#[from] crate::runtime::Error),
     #[error(transparent)]
-    Usage(#[from] crate::cli::UsageError),
+    Usage(#[from] UsageError),
     /// A host file operation brig needed and could not do.
     #[error("cannot {action} {}", path.display())]
     Io {
@@ -40,6 +40,22 @@ pub enum Error {
     /// `HOME` is needed to find the state or profile directory and is unset.
     #[error("HOME is not set, and {what} needs it; set HOME or {setting}")]
     NoHome { what: &'static str, setting: &'static str },
+}
+
+/// Usage mistakes that clap cannot see: combinations and positions. They
+/// live here, beside [`Error`], rather than in the CLI module, so that the
+/// library's error names no type of the CLI; [`crate::exit`] maps every one
+/// to the usage code.
+#[derive(Debug, thiserror::Error)]
+pub enum UsageError {
+    #[error("--no-project cannot be combined with a project ({project}) on the same line")]
+    NoProjectWithProject { project: String },
+    #[error("--no-project applies only to `brig run`, not to `brig {verb}`")]
+    NoProjectOnVerb { verb: &'static str },
+    #[error("`brig rm <ref>` asks nothing, so it takes no -y; -y goes with --all")]
+    YesWithoutAll,
+    #[error("`brig {verb}` takes no -d/--detach")]
+    DetachOnVerb { verb: &'static str },
 }
 
 impl Error {
@@ -91,5 +107,19 @@ mod tests {
     )]
     fn chain_joins_each_source_once(#[case] err: Error, #[case] want: &str) {
         assert_eq!(chain(&err), want);
+    }
+
+    #[rstest]
+    #[case::no_project_with_project(UsageError::NoProjectWithProject { project: "p".into() }, "--no-project cannot be combined with a project (p) on the same line")]
+    #[case::no_project_on_verb(UsageError::NoProjectOnVerb { verb: "sh" }, "--no-project applies only to `brig run`, not to `brig sh`")]
+    #[case::yes_without_all(
+        UsageError::YesWithoutAll,
+        "`brig rm <ref>` asks nothing, so it takes no -y; -y goes with --all"
+    )]
+    #[case::detach_on_verb(UsageError::DetachOnVerb { verb: "sh" }, "`brig sh` takes no -d/--detach")]
+    fn usage_errors_exit_2(#[case] usage: UsageError, #[case] message: &str) {
+        let err = Error::from(usage);
+        assert_eq!(crate::exit::exit_code(&err), crate::Code::Usage);
+        assert_eq!(chain(&err), message);
     }
 }

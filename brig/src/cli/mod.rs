@@ -22,19 +22,6 @@ use crate::environment::Environment;
 use crate::exit::{Code, Outcome, exit_code};
 use crate::{Error, build_info::BuildInfo};
 
-/// Usage mistakes that clap cannot see: combinations and positions.
-#[derive(Debug, thiserror::Error)]
-pub enum UsageError {
-    #[error("--no-project cannot be combined with a project ({project}) on the same line")]
-    NoProjectWithProject { project: String },
-    #[error("--no-project applies only to `brig run`, not to `brig {verb}`")]
-    NoProjectOnVerb { verb: &'static str },
-    #[error("`brig rm <ref>` asks nothing, so it takes no -y; -y goes with --all")]
-    YesWithoutAll,
-    #[error("`brig {verb}` takes no -d/--detach")]
-    DetachOnVerb { verb: &'static str },
-}
-
 /// brig runs AI coding agents in sandboxes they cannot escape.
 #[derive(Debug, Parser)]
 #[command(name = "brig", version = version_line(), disable_help_subcommand = true, propagate_version = false)]
