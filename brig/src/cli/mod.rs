@@ -154,16 +154,6 @@ pub fn print(text: impl AsRef<str>) -> Result<(), Error> {
     out.write_all(text.as_ref().as_bytes()).and_then(|()| out.flush()).map_err(Error::Stdout)
 }
 
-impl crate::session::Agents for crate::profile::Registry {
-    fn canonical(&self, typed: &str) -> Option<String> {
-        self.resolve(typed).ok().map(|e| e.profile.name.clone())
-    }
-
-    fn names(&self) -> Vec<String> {
-        self.entries().iter().map(|e| e.profile.name.clone()).collect()
-    }
-}
-
 /// The clap command, for completion scripts.
 pub fn command() -> clap::Command {
     Cli::command()

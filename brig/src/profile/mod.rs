@@ -9,6 +9,7 @@
 
 mod builtin;
 mod document;
+pub mod manage;
 mod registry;
 pub mod store;
 mod validate;

@@ -220,6 +220,18 @@ impl Registry {
     }
 }
 
+/// The registry is what the session module resolves typed agent names
+/// against; the trait keeps that module free of profile loading.
+impl crate::session::Agents for Registry {
+    fn canonical(&self, typed: &str) -> Option<String> {
+        self.resolve(typed).ok().map(|e| e.profile.name.clone())
+    }
+
+    fn names(&self) -> Vec<String> {
+        self.entries().iter().map(|e| e.profile.name.clone()).collect()
+    }
+}
+
 /// Profile files in `dir`, sorted by file name: flat (subdirectories are not
 /// read), the three extensions, without `config.*`, which holds settings.
 pub fn profile_files(dir: &Path) -> std::io::Result<Vec<PathBuf>> {
