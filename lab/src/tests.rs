@@ -11,23 +11,6 @@ use crate::runtime::{Host, RuntimeStatus};
 use crate::scenario::{RuntimeName, Scenario, schema_json};
 use crate::trial::{Lab, TrialSpec, sandbox_of, select};
 
-/// A directory of its own under the system temp dir, removed on drop.
-struct TempDir(PathBuf);
-
-impl TempDir {
-    fn new(tag: &str) -> TempDir {
-        let dir = std::env::temp_dir().join(format!("lab-test-{tag}-{}", crate::token::fresh()));
-        std::fs::create_dir_all(&dir).unwrap();
-        TempDir(dir)
-    }
-}
-
-impl Drop for TempDir {
-    fn drop(&mut self) {
-        let _ = std::fs::remove_dir_all(&self.0);
-    }
-}
-
 fn parse_err(text: &str) -> String {
     format!("{:#}", Scenario::parse(text).unwrap_err())
 }
@@ -232,9 +215,9 @@ fn json_selectors_pick_array_elements_by_member() {
 
 #[test]
 fn no_scenarios_found_panics() {
-    let dir = TempDir::new("empty");
-    std::fs::create_dir(dir.0.join("sessions")).unwrap();
-    let result = std::panic::catch_unwind(|| discover::scenarios(&dir.0));
+    let dir = tempfile::Builder::new().prefix("lab-test-empty-").tempdir().unwrap();
+    std::fs::create_dir(dir.path().join("sessions")).unwrap();
+    let result = std::panic::catch_unwind(|| discover::scenarios(dir.path()));
     let payload = result.expect_err("an empty scenario tree must not pass");
     let msg = payload.downcast_ref::<String>().cloned().unwrap_or_default();
     assert!(msg.contains("no scenarios found"), "{msg}");

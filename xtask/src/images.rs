@@ -658,13 +658,10 @@ mod tests {
             eprintln!("{HOST_BUSYBOX} absent (busybox-static not installed); not run");
             return;
         }
-        let bin = std::env::temp_dir().join(format!("lab-agent-test-{}", std::process::id()));
-        std::fs::create_dir_all(&bin).unwrap();
+        let scratch = tempfile::Builder::new().prefix("lab-agent-test-").tempdir().unwrap();
+        let bin = scratch.path();
         for applet in ["sh", "awk", "tr", "sed", "sort", "id", "dirname", "mkdir"] {
-            let link = bin.join(applet);
-            if !link.exists() {
-                std::os::unix::fs::symlink(HOST_BUSYBOX, link).unwrap();
-            }
+            std::os::unix::fs::symlink(HOST_BUSYBOX, bin.join(applet)).unwrap();
         }
         let tricky =
             ["plain", "two words", "q\"uote", "back\\slash", "nl\nand\ttab", "\u{1}\u{1b}\u{7f}", "", "-v", "x=1", "é"];
@@ -673,14 +670,13 @@ mod tests {
             .arg(workspace_root().join("lab/guest/lab-agent"))
             .args(tricky)
             .env_clear()
-            .env("PATH", &bin)
+            .env("PATH", bin)
             .env("HOME", "/nonexistent")
             .env("LAB_SHOW_ENV", "SHOWN MISSING")
             .env("SHOWN", "va\"l\nue")
             .env("HIDDEN", "secret-value")
             .output()
             .unwrap();
-        std::fs::remove_dir_all(&bin).unwrap();
         assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
         let stdout = String::from_utf8(out.stdout).unwrap();
         assert!(!stdout.contains("secret-value"));

@@ -314,21 +314,21 @@ mod tests {
     use crate::profile::{BUILTINS, Error, FIELD_GUIDE};
     use rstest::rstest;
 
-    struct Scratch(PathBuf);
+    /// A scratch directory holding the profile directory (and whatever a
+    /// test imports from), removed on drop.
+    struct Scratch(tempfile::TempDir);
 
     impl Scratch {
         fn new(tag: &str) -> Scratch {
-            use std::sync::atomic::{AtomicUsize, Ordering};
-            static COUNTER: AtomicUsize = AtomicUsize::new(0);
-            let n = COUNTER.fetch_add(1, Ordering::Relaxed);
-            let dir = std::env::temp_dir().join(format!("brig-agent-{tag}-{}-{n}", std::process::id()));
-            let _ = std::fs::remove_dir_all(&dir);
-            std::fs::create_dir_all(&dir).unwrap();
-            Scratch(dir)
+            Scratch(tempfile::Builder::new().prefix(&format!("brig-agent-{tag}-")).tempdir().unwrap())
+        }
+
+        fn root(&self) -> &Path {
+            self.0.path()
         }
 
         fn profiles(&self) -> PathBuf {
-            self.0.join("profiles")
+            self.root().join("profiles")
         }
 
         fn write(&self, file: &str, text: &str) -> PathBuf {
@@ -344,12 +344,6 @@ mod tests {
                 env.set(*k, *v);
             }
             env
-        }
-    }
-
-    impl Drop for Scratch {
-        fn drop(&mut self) {
-            let _ = std::fs::remove_dir_all(&self.0);
         }
     }
 
@@ -491,7 +485,7 @@ mod tests {
         let s = Scratch::new("import");
         let env = s.env(&[]);
         s.write("codex.yaml", &doc("codex"));
-        let src = s.0.join("anything.txt");
+        let src = s.root().join("anything.txt");
         let text = r#"  {"name": "codex", "desc": "json now", "binary": "b", "image": "i", "guestHome": "/root", "mem": 1, "cpus": 1}"#;
         std::fs::write(&src, text).unwrap();
         let (r, out) = exec(&env, false, None, AgentCommand::Import(ImportArgs { file: src }));
@@ -507,7 +501,7 @@ mod tests {
     #[case::reserved(&doc("desktop"), "reserved")]
     fn import_refuses(#[case] text: &str, #[case] want: &str) {
         let s = Scratch::new("import-bad");
-        let src = s.0.join("in.yaml");
+        let src = s.root().join("in.yaml");
         std::fs::write(&src, text).unwrap();
         let got = match profile_err(exec(&s.env(&[]), false, None, AgentCommand::Import(ImportArgs { file: src })).0) {
             Error::Invalid { .. } => "invalid",
@@ -522,7 +516,8 @@ mod tests {
     #[test]
     fn import_of_a_missing_file_is_an_io_error() {
         let s = Scratch::new("import-missing");
-        let (r, _) = exec(&s.env(&[]), false, None, AgentCommand::Import(ImportArgs { file: s.0.join("nope.yaml") }));
+        let (r, _) =
+            exec(&s.env(&[]), false, None, AgentCommand::Import(ImportArgs { file: s.root().join("nope.yaml") }));
         assert!(matches!(r, Err(crate::Error::Io { action: "read", .. })), "{r:?}");
     }
 

@@ -313,7 +313,7 @@ mod tests {
     use super::*;
 
     fn env_for(s: &Scratch) -> Environment {
-        Environment::from_pairs([("BRIG_PROFILE_DIR", s.0.to_str().unwrap())])
+        Environment::from_pairs([("BRIG_PROFILE_DIR", s.path().to_str().unwrap())])
     }
 
     #[test]
@@ -334,18 +334,18 @@ mod tests {
         let env = env_for(&s);
         let err = copy(&Registry::load(&env), &env, "codex", "dst", false).unwrap_err();
         assert!(matches!(&err, crate::Error::Profile(Error::Exists { path }) if path.ends_with("dst.yml")), "{err:?}");
-        assert!(!s.0.join("dst.yaml").exists());
+        assert!(!s.path().join("dst.yaml").exists());
     }
 
     #[test]
     fn an_import_names_the_files_that_still_compete() {
         let s = Scratch::new("manage-competing");
         let other = s.write("zz-other.yaml", &doc("mine", "older"));
-        let src = s.0.join("incoming.txt");
+        let src = s.path().join("incoming.txt");
         std::fs::write(&src, doc("mine", "newer")).unwrap();
         let env = env_for(&s);
         let written = import(&Registry::load(&env), &env, &src).unwrap();
-        assert_eq!(written.path, s.0.join("mine.yaml"));
+        assert_eq!(written.path, s.path().join("mine.yaml"));
         assert_eq!(written.competing, [other]);
         assert!(!written.overrides_builtin);
     }
@@ -379,6 +379,6 @@ mod tests {
         let env = env_for(&s);
         let err = EditTarget::prepare(&Registry::load(&env), &env, "codex").unwrap_err();
         assert!(matches!(err, crate::Error::Profile(Error::NoEditor)), "{err:?}");
-        assert_eq!(std::fs::read_dir(&s.0).unwrap().count(), 0);
+        assert_eq!(std::fs::read_dir(s.path()).unwrap().count(), 0);
     }
 }

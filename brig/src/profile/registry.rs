@@ -267,29 +267,21 @@ pub(crate) mod tests {
     use rstest::rstest;
 
     /// A scratch directory under the system temp dir, removed on drop.
-    pub(crate) struct Scratch(pub PathBuf);
+    pub(crate) struct Scratch(tempfile::TempDir);
 
     impl Scratch {
         pub(crate) fn new(tag: &str) -> Scratch {
-            use std::sync::atomic::{AtomicUsize, Ordering};
-            static COUNTER: AtomicUsize = AtomicUsize::new(0);
-            let n = COUNTER.fetch_add(1, Ordering::Relaxed);
-            let dir = std::env::temp_dir().join(format!("brig-test-{tag}-{}-{n}", std::process::id()));
-            let _ = std::fs::remove_dir_all(&dir);
-            std::fs::create_dir_all(&dir).unwrap();
-            Scratch(dir)
+            Scratch(tempfile::Builder::new().prefix(&format!("brig-test-{tag}-")).tempdir().unwrap())
+        }
+
+        pub(crate) fn path(&self) -> &Path {
+            self.0.path()
         }
 
         pub(crate) fn write(&self, file: &str, text: &str) -> PathBuf {
-            let path = self.0.join(file);
+            let path = self.path().join(file);
             std::fs::write(&path, text).unwrap();
             path
-        }
-    }
-
-    impl Drop for Scratch {
-        fn drop(&mut self) {
-            let _ = std::fs::remove_dir_all(&self.0);
         }
     }
 
@@ -308,7 +300,7 @@ pub(crate) mod tests {
     #[test]
     fn missing_directory_is_quiet() {
         let s = Scratch::new("missing");
-        let r = Registry::load_from(Some(&s.0.join("nope")));
+        let r = Registry::load_from(Some(&s.path().join("nope")));
         assert_eq!(r.entries().len(), 8);
         assert!(r.warnings().is_empty());
     }
@@ -317,10 +309,10 @@ pub(crate) mod tests {
     fn environment_chooses_the_directory() {
         let s = Scratch::new("env");
         s.write("x.yaml", &doc("x", "from env"));
-        let env = Environment::from_pairs([("BRIG_PROFILE_DIR", s.0.to_str().unwrap())]);
+        let env = Environment::from_pairs([("BRIG_PROFILE_DIR", s.path().to_str().unwrap())]);
         let r = Registry::load(&env);
         assert_eq!(r.resolve("x").unwrap().profile.desc, "from env");
-        assert_eq!(r.dir(), Some(s.0.as_path()));
+        assert_eq!(r.dir(), Some(s.path()));
     }
 
     /// (files in the directory, typed name) → (winning desc, origin mark).
@@ -352,7 +344,7 @@ pub(crate) mod tests {
             };
             s.write(file, &text);
         }
-        let r = Registry::load_from(Some(&s.0));
+        let r = Registry::load_from(Some(s.path()));
         match (r.resolve(typed), want) {
             (Ok(entry), Some((desc, mark))) => {
                 if !desc.is_empty() {
@@ -370,7 +362,7 @@ pub(crate) mod tests {
         let s = Scratch::new("dup");
         s.write("a.yaml", &doc("dup", "first"));
         s.write("b.yaml", &doc("dup", "second"));
-        let r = Registry::load_from(Some(&s.0));
+        let r = Registry::load_from(Some(s.path()));
         assert_eq!(r.warnings().len(), 1);
         let w = &r.warnings()[0];
         assert!(w.contains("a.yaml") && w.contains("b.yaml") && w.ends_with("b.yaml wins"), "{w}");
@@ -383,7 +375,7 @@ pub(crate) mod tests {
         s.write("bad.yaml", "name: codex\nnope: 1\n");
         s.write("worse.json", "{");
         s.write("ok.yaml", &doc("ok", "fine"));
-        let r = Registry::load_from(Some(&s.0));
+        let r = Registry::load_from(Some(s.path()));
         assert_eq!(r.warnings().len(), 1);
         let w = &r.warnings()[0];
         assert!(w.starts_with("ignoring 2 unusable profile(s)"), "{w}");
@@ -396,9 +388,9 @@ pub(crate) mod tests {
     #[test]
     fn subdirectories_are_not_read() {
         let s = Scratch::new("flat");
-        std::fs::create_dir(s.0.join("sub")).unwrap();
+        std::fs::create_dir(s.path().join("sub")).unwrap();
         s.write("sub/deep.yaml", &doc("deep", "d"));
-        let r = Registry::load_from(Some(&s.0));
+        let r = Registry::load_from(Some(s.path()));
         assert!(matches!(r.resolve("deep"), Err(Error::UnknownAgent { .. })));
     }
 
@@ -437,7 +429,7 @@ pub(crate) mod tests {
         let s = Scratch::new("alias");
         assert_eq!(Registry::load_from(None).aliases_of("claude-code"), ["claude"]);
         s.write("c.yaml", &doc("claude", "mine"));
-        let r = Registry::load_from(Some(&s.0));
+        let r = Registry::load_from(Some(s.path()));
         assert!(r.aliases_of("claude-code").is_empty());
         assert!(r.check_new_name("claude").is_ok());
     }

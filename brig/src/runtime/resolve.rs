@@ -131,24 +131,21 @@ mod tests {
     use super::*;
     use std::fs;
 
-    /// A scratch PATH directory holding executables with the given names.
-    fn path_with(names: &[&str]) -> PathBuf {
-        static NEXT: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
-        let n = NEXT.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-        let dir = std::env::temp_dir().join(format!("brig-resolve-{}-{n}", std::process::id()));
-        let _ = fs::remove_dir_all(&dir);
-        fs::create_dir_all(&dir).unwrap();
+    /// A scratch PATH directory holding executables with the given names,
+    /// removed on drop.
+    fn path_with(names: &[&str]) -> tempfile::TempDir {
+        let dir = tempfile::Builder::new().prefix("brig-resolve-").tempdir().unwrap();
         for name in names {
-            let p = dir.join(name);
+            let p = dir.path().join(name);
             fs::write(&p, "#!/bin/sh\n").unwrap();
             fs::set_permissions(&p, fs::Permissions::from_mode(0o755)).unwrap();
         }
         dir
     }
 
-    fn env(path: &Path, extra: &[(&str, &str)]) -> Environment {
+    fn env(path: &tempfile::TempDir, extra: &[(&str, &str)]) -> Environment {
         let mut env = Environment::from_pairs(extra.iter().copied());
-        env.set("PATH", path.to_str().unwrap());
+        env.set("PATH", path.path().to_str().unwrap());
         env.set("HOME", "/nonexistent-home");
         env
     }
@@ -191,7 +188,7 @@ mod tests {
     #[test]
     fn runtime_bin_beats_the_profile_and_profile_beats_path() {
         let dir = path_with(&["nerdctl", "podman"]);
-        let podman = dir.join("podman");
+        let podman = dir.path().join("podman");
         let e = env(&dir, &[("BRIG_RUNTIME_BIN", "podman")]);
         let got = resolve(&e, Some(("p", Some("/no/such")))).unwrap();
         assert_eq!((got.kind, got.bin, got.chosen), (Kind::Podman, podman.clone(), Chosen::RuntimeBin));
