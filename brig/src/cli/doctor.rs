@@ -241,13 +241,7 @@ fn missing_shim_binary(env: &Environment, kind: Kind, shim: &str) -> Option<Stri
     }
     let rest = shim.strip_prefix("io.containerd.")?;
     let binary = format!("containerd-shim-{}", rest.replace('.', "-"));
-    let found = env
-        .get("PATH")
-        .unwrap_or_default()
-        .split(':')
-        .filter(|d| !d.is_empty())
-        .any(|dir| Path::new(dir).join(&binary).is_file());
-    (!found).then_some(binary)
+    env.find_on_path(&binary).is_none().then_some(binary)
 }
 
 fn profile_dir(env: &Environment, registry: &Registry) -> Check {
@@ -357,5 +351,37 @@ fn tilde(env: &Environment, path: &Path) -> String {
     match env.home().and_then(|home| path.strip_prefix(home).ok().map(PathBuf::from)) {
         Some(rest) => format!("~/{}", rest.display()),
         None => path.display().to_string(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use rstest::rstest;
+    use std::os::unix::fs::PermissionsExt;
+
+    /// (runtime, the mode of a `containerd-shim-urunc-v2` on PATH, if any,
+    /// the shim asked for) → the binary reported missing.
+    #[rstest]
+    #[case::present(Kind::Nerdctl, Some(0o755), "io.containerd.urunc.v2", None)]
+    #[case::absent(Kind::Nerdctl, None, "io.containerd.urunc.v2", Some("containerd-shim-urunc-v2"))]
+    #[case::not_executable(Kind::Nerdctl, Some(0o644), "io.containerd.urunc.v2", Some("containerd-shim-urunc-v2"))]
+    #[case::other_shim(Kind::Nerdctl, Some(0o755), "io.containerd.kata.v2", Some("containerd-shim-kata-v2"))]
+    #[case::not_a_containerd_name(Kind::Nerdctl, None, "krun", None)]
+    #[case::podman_has_no_shims(Kind::Podman, None, "io.containerd.urunc.v2", None)]
+    fn shim_binary_on_path(
+        #[case] kind: Kind,
+        #[case] mode: Option<u32>,
+        #[case] shim: &str,
+        #[case] want: Option<&str>,
+    ) {
+        let bin = tempfile::tempdir().unwrap();
+        if let Some(mode) = mode {
+            let file = bin.path().join("containerd-shim-urunc-v2");
+            std::fs::write(&file, "#!/bin/sh\n").unwrap();
+            std::fs::set_permissions(&file, std::fs::Permissions::from_mode(mode)).unwrap();
+        }
+        let env = Environment::from_pairs([("PATH", bin.path().to_str().unwrap())]);
+        assert_eq!(missing_shim_binary(&env, kind, shim).as_deref(), want);
     }
 }

@@ -59,7 +59,7 @@ pub fn resolve(env: &Environment, profile: Option<(&str, Option<&str>)>) -> Resu
         let bin = if text.contains('/') {
             check_executable("BRIG_RUNTIME_BIN", Path::new(text))?
         } else {
-            lookup_path(env, text).ok_or_else(|| Error::BadBinary {
+            env.find_on_path(text).ok_or_else(|| Error::BadBinary {
                 setting: "BRIG_RUNTIME_BIN".to_owned(),
                 path: PathBuf::from(text),
                 problem: "is not on PATH",
@@ -75,19 +75,15 @@ pub fn resolve(env: &Environment, profile: Option<(&str, Option<&str>)>) -> Resu
         return Ok(Resolved { kind, bin, chosen: Chosen::Profile { name: name.to_owned() } });
     }
     if let Some(kind) = kind {
-        let bin = lookup_path(env, kind.binary_name()).ok_or(Error::KindNotFound { kind })?;
+        let bin = env.find_on_path(kind.binary_name()).ok_or(Error::KindNotFound { kind })?;
         return Ok(Resolved { kind, bin, chosen: Chosen::RuntimeKind });
     }
     for (i, kind) in [Kind::Nerdctl, Kind::Podman, Kind::Docker].into_iter().enumerate() {
-        if let Some(bin) = lookup_path(env, kind.binary_name()) {
+        if let Some(bin) = env.find_on_path(kind.binary_name()) {
             return Ok(Resolved { kind, bin, chosen: Chosen::Path { fallback: i > 0 } });
         }
     }
     Err(Error::NoneFound)
-}
-
-fn is_executable(path: &Path) -> bool {
-    path.metadata().is_ok_and(|m| m.is_file() && m.permissions().mode() & 0o111 != 0)
 }
 
 fn check_executable(setting: &str, path: &Path) -> Result<PathBuf, Error> {
@@ -98,14 +94,6 @@ fn check_executable(setting: &str, path: &Path) -> Result<PathBuf, Error> {
         Ok(_) => return Ok(path.to_path_buf()),
     };
     Err(Error::BadBinary { setting: setting.to_owned(), path: path.to_path_buf(), problem })
-}
-
-fn lookup_path(env: &Environment, name: &str) -> Option<PathBuf> {
-    env.get("PATH")?
-        .split(':')
-        .filter(|dir| !dir.is_empty())
-        .map(|dir| Path::new(dir).join(name))
-        .find(|candidate| is_executable(candidate))
 }
 
 /// Tell a binary's dialect from its file name, else from its `--version`.
