@@ -5,6 +5,8 @@
 //! the adapters) speaks its dialect.
 
 pub mod adapter;
+#[cfg(test)]
+mod captured;
 mod hull;
 mod oci;
 mod resolve;

@@ -107,11 +107,15 @@ fn detect_kind(bin: &Path) -> Result<Kind, Error> {
         .stdin(std::process::Stdio::null())
         .output()
         .map_err(|_| Error::UnknownDialect { path: bin.to_path_buf() })?;
-    let text = String::from_utf8_lossy(&output.stdout).to_ascii_lowercase();
-    Kind::ALL
-        .into_iter()
-        .find(|k| text.starts_with(k.binary_name()))
+    kind_from_version(&String::from_utf8_lossy(&output.stdout))
         .ok_or_else(|| Error::UnknownDialect { path: bin.to_path_buf() })
+}
+
+/// The dialect a `--version` line names: each runtime starts it with its own
+/// name (`nerdctl version 1.7.7`, `podman version 4.3.1`, `Docker version …`).
+fn kind_from_version(stdout: &str) -> Option<Kind> {
+    let text = stdout.to_ascii_lowercase();
+    Kind::ALL.into_iter().find(|k| text.starts_with(k.binary_name()))
 }
 
 #[cfg(test)]
@@ -201,5 +205,18 @@ mod tests {
         assert_eq!((got.kind, got.chosen), (Kind::Podman, Chosen::RuntimeKind));
         let err = resolve(&env(&dir, &[("BRIG_RUNTIME", "docker")]), None).unwrap_err();
         assert!(matches!(err, Error::KindNotFound { kind: Kind::Docker }));
+    }
+
+    /// A binary whose name says nothing is told apart by its `--version`,
+    /// here as the real binaries print it.
+    #[rstest::rstest]
+    #[case::nerdctl(&crate::runtime::testdata("nerdctl-version.txt"), Some(Kind::Nerdctl))]
+    #[case::podman(&crate::runtime::testdata("podman-version.txt"), Some(Kind::Podman))]
+    #[case::hull(&crate::runtime::testdata("hull-version.txt"), Some(Kind::Hull))]
+    #[case::docker("Docker version 24.0.7, build afdd53b\n", Some(Kind::Docker))]
+    #[case::something_else("runc version 1.1.5\n", None)]
+    #[case::nothing("", None)]
+    fn kind_from_the_version_line(#[case] stdout: &str, #[case] want: Option<Kind>) {
+        assert_eq!(kind_from_version(stdout), want);
     }
 }
