@@ -254,6 +254,26 @@ fn every_committed_scenario_loads_and_its_profiles_exist() {
     assert!(problems.is_empty(), "{}", problems.join("\n"));
 }
 
+/// The peer check needs a second uid. Without one its trial is ignored with
+/// the reason, unless `LAB_REQUIRE` names `second-uid` (as CI's does): then
+/// the trial fails, saying what is missing.
+#[test]
+fn a_missing_second_uid_skips_the_peer_check_unless_required() {
+    let path = runner::default_scenarios_dir().join("brigd/peer-check.yaml");
+    let scenario = Arc::new(Scenario::parse(&std::fs::read_to_string(path).unwrap()).unwrap());
+    let spec =
+        TrialSpec { name: "nerdctl::brigd::peer-check".into(), runtime: RuntimeName::Nerdctl, scenario, row: None };
+    // The trial never starts, so no brig binary is needed.
+    let mut lab = lab_without_runtimes(PathBuf::from("/nonexistent/brig"));
+    lab.host.capabilities.insert(crate::scenario::Need::SecondUid, Some("the lab is not running as root".into()));
+    let why = "capability second-uid missing: the lab is not running as root";
+    assert_eq!(lab.blocker(&spec).as_deref(), Some(why));
+    assert!(!lab.required(&spec), "ignored, not failed, when nothing requires it");
+    lab.require = vec!["nerdctl".into(), "podman".into(), "second-uid".into()];
+    assert!(lab.required(&spec));
+    assert_eq!(lab.run(&spec), Err(format!("cannot run here: {why}")));
+}
+
 /// A lab with no usable runtime, for scenarios that need none.
 fn lab_without_runtimes(brig: PathBuf) -> Lab {
     let mut host = Host::default();
