@@ -83,9 +83,31 @@ impl Environment {
         }
     }
 
+    /// The first executable file called `name` in the directories of `PATH`,
+    /// searched in order: the one lookup for every binary brig finds by name
+    /// (the runtime, a containerd shim). Empty `PATH` entries are skipped
+    /// rather than read as the working directory, and a name holding a `/`
+    /// is a path, not something to look up.
+    pub fn find_on_path(&self, name: &str) -> Option<PathBuf> {
+        if name.is_empty() || name.contains('/') {
+            return None;
+        }
+        self.get("PATH")?
+            .split(':')
+            .filter(|dir| !dir.is_empty())
+            .map(|dir| Path::new(dir).join(name))
+            .find(|candidate| is_executable(candidate))
+    }
+
     pub fn iter(&self) -> impl Iterator<Item = (&str, &str)> {
         self.vars.iter().map(|(k, v)| (k.as_str(), v.as_str()))
     }
+}
+
+/// A regular file (after following links) with an execute bit set.
+pub fn is_executable(path: &Path) -> bool {
+    use std::os::unix::fs::PermissionsExt;
+    path.metadata().is_ok_and(|m| m.is_file() && m.permissions().mode() & 0o111 != 0)
 }
 
 #[cfg(test)]
@@ -123,5 +145,39 @@ mod tests {
     fn tilde(#[case] input: &str, #[case] want: &str) {
         let env = Environment::from_pairs([("HOME", "/h")]);
         assert_eq!(env.expand_tilde(input), PathBuf::from(want));
+    }
+
+    /// (files under the scratch directory with their mode, 0 for a
+    /// directory; PATH as scratch-relative entries; the name) → the file found.
+    #[rstest]
+    #[case::first_directory_wins(&[("a/tool", 0o755), ("b/tool", 0o755)], "a:b", "tool", Some("a/tool"))]
+    #[case::later_directory(&[("b/tool", 0o755)], "a:b", "tool", Some("b/tool"))]
+    #[case::not_executable_is_passed_over(&[("a/tool", 0o644), ("b/tool", 0o700)], "a:b", "tool", Some("b/tool"))]
+    #[case::directory_is_passed_over(&[("a/tool", 0), ("b/tool", 0o755)], "a:b", "tool", Some("b/tool"))]
+    #[case::empty_entries_skipped(&[("b/tool", 0o755)], ":a::b:", "tool", Some("b/tool"))]
+    #[case::nowhere(&[("a/other", 0o755)], "a", "tool", None)]
+    #[case::name_with_slash(&[("a/sub/tool", 0o755)], "a", "sub/tool", None)]
+    #[case::empty_name(&[("a/tool", 0o755)], "a", "", None)]
+    #[case::no_path(&[("a/tool", 0o755)], "", "tool", None)]
+    fn path_lookup(#[case] files: &[(&str, u32)], #[case] path: &str, #[case] name: &str, #[case] want: Option<&str>) {
+        use std::os::unix::fs::PermissionsExt;
+        let scratch = tempfile::tempdir().unwrap();
+        let root = scratch.path();
+        for (file, mode) in files {
+            let file = root.join(file);
+            if *mode == 0 {
+                std::fs::create_dir_all(&file).unwrap();
+                continue;
+            }
+            std::fs::create_dir_all(file.parent().unwrap()).unwrap();
+            std::fs::write(&file, "#!/bin/sh\n").unwrap();
+            std::fs::set_permissions(&file, std::fs::Permissions::from_mode(*mode)).unwrap();
+        }
+        let entries: Vec<String> = path
+            .split(':')
+            .map(|e| if e.is_empty() { String::new() } else { root.join(e).display().to_string() })
+            .collect();
+        let env = Environment::from_pairs([("PATH", entries.join(":"))]);
+        assert_eq!(env.find_on_path(name), want.map(|w| root.join(w)));
     }
 }

@@ -19,7 +19,7 @@ pub enum Error {
     #[error(transparent)]
     Engine(#[from] crate::engine::Error),
     #[error(transparent)]
-    Usage(#[from] crate::cli::UsageError),
+    Usage(#[from] UsageError),
     /// A host file operation brig needed and could not do.
     #[error("cannot {action} {}", path.display())]
     Io {
@@ -44,8 +44,92 @@ pub enum Error {
     NoHome { what: &'static str, setting: &'static str },
 }
 
+/// Usage mistakes that clap cannot see: combinations and positions. They
+/// live here, beside [`Error`], rather than in the CLI module, so that the
+/// library's error names no type of the CLI; [`crate::exit`] maps every one
+/// to the usage code.
+#[derive(Debug, thiserror::Error)]
+pub enum UsageError {
+    #[error("--no-project cannot be combined with a project ({project}) on the same line")]
+    NoProjectWithProject { project: String },
+    #[error("--no-project applies only to `brig run`, not to `brig {verb}`")]
+    NoProjectOnVerb { verb: &'static str },
+    #[error("`brig rm <ref>` asks nothing, so it takes no -y; -y goes with --all")]
+    YesWithoutAll,
+    #[error("`brig {verb}` takes no -d/--detach")]
+    DetachOnVerb { verb: &'static str },
+    #[error("`brig sh` takes one script: -c before the ref, or -c right after it, not both")]
+    TwoScripts,
+    #[error(
+        "`brig doctor --boot` needs an image that is already present locally (it never pulls): pass --image REF or set BRIG_IMAGE"
+    )]
+    BootWithoutImage,
+    #[error("{image:?} is not an image reference (it starts with - or holds a blank or control character)")]
+    BootImageUnusable { image: String },
+}
+
 impl Error {
     pub fn io(action: &'static str, path: impl Into<PathBuf>, source: std::io::Error) -> Self {
         Error::Io { action, path: path.into(), source }
+    }
+}
+
+/// An error and its sources on one line, `message: source: source…`. This is
+/// how both binaries print an error, how brigd puts one in a response's
+/// `error`, and how a warning names an unusable profile. Each message says
+/// only what its level adds and never repeats its source, so the chain reads
+/// once through without duplicates.
+pub fn chain(err: &dyn std::error::Error) -> String {
+    let mut line = err.to_string();
+    let mut next = err.source();
+    while let Some(cause) = next {
+        line.push_str(": ");
+        line.push_str(&cause.to_string());
+        next = cause.source();
+    }
+    line
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use rstest::rstest;
+
+    fn not_found() -> std::io::Error {
+        std::io::Error::from(std::io::ErrorKind::NotFound)
+    }
+
+    #[rstest]
+    #[case::no_source(Error::Stdout(std::io::Error::other("pipe")), "cannot write to stdout: pipe")]
+    #[case::io(Error::io("read", "/nope", not_found()), "cannot read /nope: entity not found")]
+    // A transparent variant forwards its inner error's sources, so the
+    // inner message is printed once, not once per level.
+    #[case::transparent(
+        Error::Profile(crate::profile::Error::UnknownAgent { name: "x".into() }),
+        "unknown agent \"x\"; `brig agent ls` lists the agents"
+    )]
+    #[case::three_levels(
+        Error::Profile(crate::profile::Error::EditedInvalid {
+            path: "/p/x.yaml".into(),
+            source: Box::new(crate::profile::Error::Write { action: "remove", path: "/p/y.yaml".into(), source: not_found() }),
+        }),
+        "/p/x.yaml is not usable after the edit and was kept as it is; run `brig agent edit` again to fix it: cannot remove /p/y.yaml: entity not found"
+    )]
+    fn chain_joins_each_source_once(#[case] err: Error, #[case] want: &str) {
+        assert_eq!(chain(&err), want);
+    }
+
+    #[rstest]
+    #[case::no_project_with_project(UsageError::NoProjectWithProject { project: "p".into() }, "--no-project cannot be combined with a project (p) on the same line")]
+    #[case::no_project_on_verb(UsageError::NoProjectOnVerb { verb: "sh" }, "--no-project applies only to `brig run`, not to `brig sh`")]
+    #[case::yes_without_all(
+        UsageError::YesWithoutAll,
+        "`brig rm <ref>` asks nothing, so it takes no -y; -y goes with --all"
+    )]
+    #[case::detach_on_verb(UsageError::DetachOnVerb { verb: "sh" }, "`brig sh` takes no -d/--detach")]
+    fn usage_errors_exit_2(#[case] usage: UsageError, #[case] message: &str) {
+        let err = Error::from(usage);
+        assert_eq!(crate::exit::exit_code(&err), crate::Code::Usage);
+        assert_eq!(chain(&err), message);
     }
 }

@@ -76,7 +76,7 @@ pub struct Rejected {
 
 impl Rejected {
     pub fn response(&self) -> Response {
-        Response::failure(crate::Code::Usage.as_u8(), chain(&self.error)).with_id(self.id.clone())
+        Response::failure(crate::Code::Usage.as_u8(), crate::error::chain(&self.error)).with_id(self.id.clone())
     }
 }
 
@@ -215,18 +215,13 @@ pub struct SessionReport {
     pub isolation: Option<String>,
 }
 
-/// An error and its sources on one line, as a response's `error` carries it.
-pub fn chain(err: &dyn std::error::Error) -> String {
-    crate::profile::one_line(err)
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
     use rstest::rstest;
 
     fn op(line: &str) -> Op {
-        parse_request(line.as_bytes()).unwrap_or_else(|r| panic!("{line}: {}", chain(&r.error))).op
+        parse_request(line.as_bytes()).unwrap_or_else(|r| panic!("{line}: {}", crate::error::chain(&r.error))).op
     }
 
     fn rejected(line: &str) -> (Option<String>, String) {

@@ -364,28 +364,51 @@ fn an_idle_connection_is_closed_but_every_read_resets_the_deadline() {
     assert!(started.elapsed() >= Duration::from_millis(100), "closed only once idle");
 }
 
+/// Whether the peer has closed `stream`, waiting at most `within`. Nothing
+/// is read: the bytes waiting in the stream stay unread.
+fn hung_up(stream: &UnixStream, within: Duration) -> bool {
+    use rustix::event::{PollFd, PollFlags, Timespec, poll};
+    let timeout = Timespec { tv_sec: within.as_secs() as i64, tv_nsec: i64::from(within.subsec_nanos()) };
+    let mut fds = [PollFd::new(stream, PollFlags::RDHUP)];
+    poll(&mut fds, Some(&timeout)).expect("poll");
+    fds[0].revents().intersects(PollFlags::RDHUP | PollFlags::HUP)
+}
+
 #[test]
-fn a_client_that_stops_reading_is_cut_off_after_the_write_deadline() {
+fn a_client_that_stops_reading_is_cut_off_at_the_write_deadline_and_others_are_served() {
+    const WRITE: Duration = Duration::from_millis(800);
     let scratch = Scratch::new("bd", "write");
-    let daemon = scratch.daemon(&[("BRIGD_TEST_LIMITS", "write_ms=300")]);
-    let client = daemon.connect();
-    let mut stream = client.stream.try_clone().unwrap();
-    // Requests keep coming and responses are never read, so the daemon's
-    // writes fill the socket buffer and block. Once it gives up and closes,
-    // the next write here fails.
-    let writer = std::thread::spawn(move || {
-        let line = b"{\"op\":\"version\"}\n".repeat(1000);
-        let started = Instant::now();
-        while started.elapsed() < Duration::from_secs(20) {
-            if stream.write_all(&line).is_err() {
-                return Some(started.elapsed());
-            }
-        }
-        None
-    });
-    let cut_after = writer.join().unwrap().expect("the daemon closes a connection that does not read");
-    assert!(cut_after < Duration::from_secs(20));
-    drop(client);
+    let limits = format!("write_ms={},line_bytes={}", WRITE.as_millis(), 16 << 20);
+    let daemon = scratch.daemon(&[("BRIGD_TEST_LIMITS", limits.as_str())]);
+    let mut stuck = daemon.connect();
+    // The id comes back in the response, so a 4 MiB id makes a response far
+    // larger than a socket buffer: the daemon's write blocks on a client
+    // that never reads.
+    stuck.stream.write_all(format!(r#"{{"op":"version","id":"{}"}}"#, "x".repeat(4 << 20)).as_bytes()).unwrap();
+    // The daemon cannot have the request, let alone start its answer,
+    // before the newline is sent, so its write deadline ends after
+    // `started` + WRITE.
+    let started = Instant::now();
+    stuck.stream.write_all(b"\n").unwrap();
+
+    // Another client is answered while that write hangs.
+    assert_eq!(daemon.connect().ask(r#"{"op":"version"}"#)["ok"], json!(true));
+    assert!(!hung_up(&stuck.stream, Duration::ZERO), "cut off before the deadline: {:?}", started.elapsed());
+
+    assert!(hung_up(&stuck.stream, WRITE * 5), "still open {:?} after a {WRITE:?} deadline", started.elapsed());
+    let cut_after = started.elapsed();
+    assert!(cut_after >= WRITE, "cut off after {cut_after:?}, before the {WRITE:?} deadline");
+    assert!(cut_after < WRITE * 3, "cut off only after {cut_after:?}, long past the {WRITE:?} deadline");
+    assert!(
+        daemon.stderr_text().contains("did not read its response within"),
+        "closed for another reason: {}",
+        daemon.stderr_text()
+    );
+    // What did arrive is a prefix of the one response, never a whole line.
+    let mut partial = Vec::new();
+    let _ = stuck.reader.read_to_end(&mut partial);
+    assert!(partial.starts_with(b"{") && !partial.contains(&b'\n'), "{} bytes arrived", partial.len());
+    assert_eq!(daemon.connect().ask(r#"{"op":"version"}"#)["ok"], json!(true));
 }
 
 #[test]

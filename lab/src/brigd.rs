@@ -416,17 +416,20 @@ mod tests {
         }
     }
 
-    fn socket_path(tag: &str) -> PathBuf {
-        std::env::temp_dir().join(format!("lab-client-{tag}-{}.sock", crate::token::fresh()))
+    /// A socket path in a scratch directory that goes, socket and all, when
+    /// the directory is dropped.
+    fn socket_path(tag: &str) -> (tempfile::TempDir, PathBuf) {
+        let dir = tempfile::Builder::new().prefix(&format!("lab-client-{tag}-")).tempdir().unwrap();
+        let path = dir.path().join("s.sock");
+        (dir, path)
     }
 
     #[test]
     fn reads_one_line_per_response_then_sees_the_close() {
-        let path = socket_path("close");
+        let (_dir, path) = socket_path("close");
         let server = echo_server(&path, 2);
         let got = run(&exchange(path.clone(), &["a", "b"], 2, Some(true)), 1).pop().unwrap().unwrap();
         server.join().unwrap();
-        let _ = std::fs::remove_file(&path);
         assert_eq!(got.lines, ["{\"n\":1}", "{\"n\":2}"]);
         assert_eq!(got.after, After::Closed);
         assert!(got.short.is_none());
@@ -434,22 +437,20 @@ mod tests {
 
     #[test]
     fn a_close_before_the_last_response_is_reported() {
-        let path = socket_path("short");
+        let (_dir, path) = socket_path("short");
         let server = echo_server(&path, 1);
         let got = run(&exchange(path.clone(), &["a", "b"], 2, None), 1).pop().unwrap().unwrap();
         server.join().unwrap();
-        let _ = std::fs::remove_file(&path);
         assert_eq!(got.lines, ["{\"n\":1}"]);
         assert_eq!(got.short.as_deref(), Some("brigd closed the connection after 1 line(s)"));
     }
 
     #[test]
     fn an_open_connection_is_seen_open() {
-        let path = socket_path("open");
+        let (_dir, path) = socket_path("open");
         let server = echo_server(&path, 99);
         let got = run(&exchange(path.clone(), &["a"], 1, Some(false)), 1).pop().unwrap().unwrap();
         server.join().unwrap();
-        let _ = std::fs::remove_file(&path);
         assert_eq!(got.after, After::Open);
     }
 }

@@ -11,23 +11,6 @@ use crate::runtime::{Host, RuntimeStatus};
 use crate::scenario::{RuntimeName, Scenario, schema_json};
 use crate::trial::{Lab, TrialSpec, sandbox_of, select};
 
-/// A directory of its own under the system temp dir, removed on drop.
-struct TempDir(PathBuf);
-
-impl TempDir {
-    fn new(tag: &str) -> TempDir {
-        let dir = std::env::temp_dir().join(format!("lab-test-{tag}-{}", crate::token::fresh()));
-        std::fs::create_dir_all(&dir).unwrap();
-        TempDir(dir)
-    }
-}
-
-impl Drop for TempDir {
-    fn drop(&mut self) {
-        let _ = std::fs::remove_dir_all(&self.0);
-    }
-}
-
 fn parse_err(text: &str) -> String {
     format!("{:#}", Scenario::parse(text).unwrap_err())
 }
@@ -232,9 +215,9 @@ fn json_selectors_pick_array_elements_by_member() {
 
 #[test]
 fn no_scenarios_found_panics() {
-    let dir = TempDir::new("empty");
-    std::fs::create_dir(dir.0.join("sessions")).unwrap();
-    let result = std::panic::catch_unwind(|| discover::scenarios(&dir.0));
+    let dir = tempfile::Builder::new().prefix("lab-test-empty-").tempdir().unwrap();
+    std::fs::create_dir(dir.path().join("sessions")).unwrap();
+    let result = std::panic::catch_unwind(|| discover::scenarios(dir.path()));
     let payload = result.expect_err("an empty scenario tree must not pass");
     let msg = payload.downcast_ref::<String>().cloned().unwrap_or_default();
     assert!(msg.contains("no scenarios found"), "{msg}");
@@ -269,6 +252,26 @@ fn every_committed_scenario_loads_and_its_profiles_exist() {
         }
     }
     assert!(problems.is_empty(), "{}", problems.join("\n"));
+}
+
+/// The peer check needs a second uid. Without one its trial is ignored with
+/// the reason, unless `LAB_REQUIRE` names `second-uid` (as CI's does): then
+/// the trial fails, saying what is missing.
+#[test]
+fn a_missing_second_uid_skips_the_peer_check_unless_required() {
+    let path = runner::default_scenarios_dir().join("brigd/peer-check.yaml");
+    let scenario = Arc::new(Scenario::parse(&std::fs::read_to_string(path).unwrap()).unwrap());
+    let spec =
+        TrialSpec { name: "nerdctl::brigd::peer-check".into(), runtime: RuntimeName::Nerdctl, scenario, row: None };
+    // The trial never starts, so no brig binary is needed.
+    let mut lab = lab_without_runtimes(PathBuf::from("/nonexistent/brig"));
+    lab.host.capabilities.insert(crate::scenario::Need::SecondUid, Some("the lab is not running as root".into()));
+    let why = "capability second-uid missing: the lab is not running as root";
+    assert_eq!(lab.blocker(&spec).as_deref(), Some(why));
+    assert!(!lab.required(&spec), "ignored, not failed, when nothing requires it");
+    lab.require = vec!["nerdctl".into(), "podman".into(), "second-uid".into()];
+    assert!(lab.required(&spec));
+    assert_eq!(lab.run(&spec), Err(format!("cannot run here: {why}")));
 }
 
 /// A lab with no usable runtime, for scenarios that need none.

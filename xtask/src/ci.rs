@@ -3,8 +3,10 @@
 //! This is the README's test command, so a contributor and CI run exactly
 //! the same steps: bring up the runtime stack, build the lab's guest image,
 //! check formatting and lints, run the unit and integration tests, then run
-//! the whole lab against both real runtimes. `LAB_REQUIRE` makes a missing
-//! runtime a failure, so CI can never pass by skipping.
+//! the whole lab against both real runtimes. Nothing CI provisions may be
+//! skipped: the tests run with `CI` set, so a test that needs a host tool
+//! (busybox) fails without it, and `LAB_REQUIRE` makes a missing runtime, or
+//! a missing second uid for the peer check, fail its trials.
 
 use std::process::Command;
 
@@ -21,9 +23,9 @@ const STEPS: &[Step] = &[
     Step { what: "runtime stack", args: &["xtask", "provision"], env: &[] },
     Step { what: "formatting", args: &["fmt", "--all", "--check"], env: &[] },
     Step { what: "lints", args: &["clippy", "--workspace", "--all-targets", "--", "-D", "warnings"], env: &[] },
-    Step { what: "unit and integration tests", args: &["test", "--workspace"], env: &[] },
+    Step { what: "unit and integration tests", args: &["test", "--workspace"], env: &[("CI", "true")] },
     Step { what: "lab guest image", args: &["xtask", "images"], env: &[] },
-    Step { what: "the lab", args: &["xtask", "lab"], env: &[("LAB_REQUIRE", "nerdctl,podman")] },
+    Step { what: "the lab", args: &["xtask", "lab"], env: &[("LAB_REQUIRE", "nerdctl,podman,second-uid")] },
 ];
 
 pub fn run(args: &[String]) -> anyhow::Result<()> {
@@ -44,4 +46,37 @@ pub fn run(args: &[String]) -> anyhow::Result<()> {
     }
     eprintln!("==> ci: every step passed");
     Ok(())
+}
+
+/// Whether a test whose host tool is missing must fail rather than skip: it
+/// must when `CI` is set, as CI services set it and [`STEPS`] does, to
+/// anything but empty, `0` or `false`.
+#[cfg(test)]
+pub fn forbids_skipping(ci: Option<&std::ffi::OsStr>) -> bool {
+    ci.and_then(|v| v.to_str()).is_some_and(|v| !matches!(v.trim(), "" | "0" | "false"))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn ci_runs_the_tests_that_would_skip() {
+        let env = |what: &str| STEPS.iter().find(|s| s.what == what).unwrap().env;
+        let ci = env("unit and integration tests").iter().find(|(k, _)| *k == "CI").map(|(_, v)| v.as_ref());
+        assert!(forbids_skipping(ci), "the test step must set CI");
+        let (_, required) = env("the lab").iter().find(|(k, _)| *k == "LAB_REQUIRE").unwrap();
+        for need in ["nerdctl", "podman", "second-uid"] {
+            assert!(required.split(',').any(|r| r == need), "LAB_REQUIRE lacks {need}: {required}");
+        }
+    }
+
+    #[test]
+    fn what_counts_as_ci() {
+        let cases = [(None, false), (Some(""), false), (Some("0"), false), (Some("false"), false)];
+        let cases = cases.into_iter().chain([(Some("true"), true), (Some("1"), true), (Some("yes"), true)]);
+        for (value, want) in cases {
+            assert_eq!(forbids_skipping(value.map(std::ffi::OsStr::new)), want, "CI={value:?}");
+        }
+    }
 }

@@ -1,5 +1,9 @@
 //! `brig agent ls|show|new|edit|rm|import|export`: list, read and manage the
 //! profiles in the registry (built-ins plus the profile directory).
+//!
+//! This file holds the arguments, the question asked before an unexpected
+//! removal, and what each subcommand prints; the decisions and the writes
+//! are [`crate::profile::manage`]'s.
 
 use std::fmt::Write as _;
 use std::io::{BufRead, IsTerminal, Write as _};
@@ -11,7 +15,8 @@ use crate::cli::print;
 use crate::environment::Environment;
 use crate::exit::Code;
 use crate::json::Envelope;
-use crate::profile::{self, BUILTINS, Entry, Error, FIELD_GUIDE, Origin, Profile, Registry, store};
+use crate::profile::manage::{self, EditTarget, Removal, Written, json_document, with_guide, with_newline};
+use crate::profile::{self, Origin, Registry};
 use crate::warn::Warnings;
 
 #[derive(Debug, clap::Subcommand)]
@@ -135,12 +140,7 @@ fn dispatch(command: AgentCommand, ui: &mut Ui<'_>) -> Result<(), crate::Error> 
         },
         AgentCommand::New(args) => copy_to(&registry, &args.from, &args.name, args.force, ui),
         AgentCommand::Import(args) => import(&registry, &args.file, ui),
-        AgentCommand::Rm(args) => {
-            if let Some(name) = registry.canonical_name(&args.agent) {
-                refuse_in_use(ui.env, &registry, name)?;
-            }
-            rm(&registry, &args.agent, args.yes, ui)
-        }
+        AgentCommand::Rm(args) => rm(&registry, &args.agent, args.yes, ui),
         AgentCommand::Edit(args) => edit(&registry, &args.agent, ui),
     }
 }
@@ -246,261 +246,89 @@ fn export_print(registry: &Registry, agent: &str, ui: &mut Ui<'_>) -> Result<(),
     Ok(())
 }
 
-/// `agent new <name> --from <agent>` and `agent export <agent> <name>`: a
-/// copy of an agent, renamed, written into the profile directory.
 fn copy_to(registry: &Registry, agent: &str, name: &str, force: bool, ui: &mut Ui<'_>) -> Result<(), crate::Error> {
-    let entry = registry.resolve(agent)?;
-    registry.check_new_name(name)?;
-    let dir = profile_dir(ui.env)?;
-    if !force {
-        let existing = store::same_stem_files(&dir, name)
-            .into_iter()
-            .chain(registry.files_declaring(name).into_iter().map(Path::to_path_buf))
-            .next();
-        if let Some(path) = existing {
-            return Err(Error::Exists { path }.into());
-        }
-    }
-    let (text, profile) = renamed(entry, name)?;
-    let path = store::store(&dir, name, text.as_bytes())?;
-    warn_other_declarations(registry, name, &path, ui);
+    let written = manage::copy(registry, ui.env, agent, name, force)?;
+    warn_competing(&written, ui);
     if ui.json {
-        ui.out = json_document(&profile);
+        ui.out = json_document(&written.profile);
     } else {
-        ui.out = format!("wrote {} ({name}, copied from {})\n", path.display(), entry.profile.name);
+        let from = written.copied_from.as_deref().unwrap_or_default();
+        ui.out = format!("wrote {} ({name}, copied from {from})\n", written.path.display());
     }
     Ok(())
-}
-
-/// The entry's document with `name:` set to `name`, checked to parse as that
-/// profile. YAML keeps its comments and layout (only the `name:` line
-/// changes) and gains the field guide; JSON, and YAML whose name cannot be
-/// found on a line of its own, are written out from the parsed document.
-fn renamed(entry: &Entry, name: &str) -> Result<(String, Profile), Error> {
-    let yaml_text = if is_json(&entry.text) {
-        None
-    } else if entry.profile.name == name {
-        Some(with_guide(&entry.text))
-    } else {
-        replace_name_line(&entry.text, name).map(|t| with_guide(&t))
-    };
-    if let Some(text) = yaml_text
-        && let Ok(profile) = profile::parse(&text, name)
-        && profile.name == name
-    {
-        return Ok((text, profile));
-    }
-    let mut profile = entry.profile.clone();
-    profile.name = name.to_owned();
-    let text = json_document(&profile);
-    let profile = profile::parse(&text, name)?;
-    Ok((text, profile))
-}
-
-/// Replace the top-level `name:` line (a key at column 0).
-fn replace_name_line(text: &str, name: &str) -> Option<String> {
-    let mut found = false;
-    let lines: Vec<String> = text
-        .lines()
-        .map(|line| {
-            if !found && line.starts_with("name:") {
-                found = true;
-                format!("name: {name}")
-            } else {
-                line.to_owned()
-            }
-        })
-        .collect();
-    found.then(|| lines.join("\n") + "\n")
 }
 
 fn import(registry: &Registry, file: &Path, ui: &mut Ui<'_>) -> Result<(), crate::Error> {
-    let bytes = std::fs::read(file).map_err(|e| crate::Error::io("read", file, e))?;
-    let profile = profile::parse_bytes(&bytes, &file.display().to_string())?;
-    registry.check_reserved(&profile.name)?;
-    let dir = profile_dir(ui.env)?;
-    let path = store::store(&dir, &profile.name, &bytes)?;
-    warn_other_declarations(registry, &profile.name, &path, ui);
-    let note =
-        if BUILTINS.iter().any(|b| b.name == profile.name) { " (it overrides the built-in of that name)" } else { "" };
-    ui.out = format!("imported {} as {}{note}\n", profile.name, path.display());
+    let written = manage::import(registry, ui.env, file)?;
+    warn_competing(&written, ui);
+    let note = if written.overrides_builtin { " (it overrides the built-in of that name)" } else { "" };
+    ui.out = format!("imported {} as {}{note}\n", written.profile.name, written.path.display());
     Ok(())
 }
 
-/// Files with other names that declare the same profile now compete with
-/// the one just written; the registry picks by sort order, so say so.
-fn warn_other_declarations(registry: &Registry, name: &str, written: &Path, ui: &mut Ui<'_>) {
-    for other in registry.files_declaring(name) {
-        if other != written && other.exists() {
-            ui.warnings.push(format!(
-                "{} also declares the profile \"{name}\"; of two such files the one whose name sorts later wins",
-                other.display()
-            ));
-        }
+fn warn_competing(written: &Written, ui: &mut Ui<'_>) {
+    for other in &written.competing {
+        ui.warnings.push(format!(
+            "{} also declares the profile \"{}\"; of two such files the one whose name sorts later wins",
+            other.display(),
+            written.profile.name
+        ));
     }
-}
-
-/// A profile must not be removed from under a sandbox that still uses it.
-/// With no runtime installed no sandbox can exist; a runtime that cannot be
-/// asked is an error, since "no sandbox" cannot be told from "unknown".
-fn refuse_in_use(env: &Environment, registry: &Registry, name: &str) -> Result<(), crate::Error> {
-    let resolved = match crate::runtime::resolve(env, None) {
-        Ok(resolved) => resolved,
-        Err(crate::runtime::Error::NoneFound) => return Ok(()),
-        Err(err) => return Err(err.into()),
-    };
-    let names: Vec<String> = registry.entries().iter().map(|e| e.profile.name.clone()).collect();
-    let sandboxes: Vec<String> = crate::runtime::open(&resolved, env, None)?
-        .list()?
-        .into_iter()
-        .filter(|l| {
-            let agent = l
-                .labels
-                .get(crate::runtime::adapter::label::AGENT)
-                .cloned()
-                .or_else(|| crate::session::reference::parse_sandbox_name(&l.name, &names).map(|(agent, _)| agent));
-            agent.as_deref() == Some(name)
-        })
-        .map(|l| l.name)
-        .collect();
-    if sandboxes.is_empty() { Ok(()) } else { Err(Error::InUse { name: name.to_owned(), sandboxes }.into()) }
 }
 
 fn rm(registry: &Registry, agent: &str, yes: bool, ui: &mut Ui<'_>) -> Result<(), crate::Error> {
-    let unknown = || Error::UnknownAgent { name: agent.to_owned() };
-    let name = registry.canonical_name(agent).ok_or_else(unknown)?.to_owned();
-    let files = registry.files_declaring(&name);
-    let is_builtin = BUILTINS.iter().any(|b| b.name == name);
-    if files.is_empty() {
-        return Err(if is_builtin { Error::BuiltinNotRemovable { name } } else { unknown() }.into());
-    }
-    // The name typed (or the alias's target) names `<it>.yaml` and friends;
-    // any other file declaring the profile is one the user may not expect
-    // to lose.
-    let unnamed: Vec<&Path> =
-        files.iter().copied().filter(|p| !registry_stem(p).is_some_and(|s| s == agent || s == name)).collect();
-    if !unnamed.is_empty() && !yes {
-        let list: Vec<String> = unnamed.iter().map(|p| p.display().to_string()).collect();
-        let question = format!("{name} is also declared by {}; remove those too?", list.join(", "));
-        match (ui.confirm)(&question) {
-            Some(true) => {}
-            Some(false) => return Err(Error::Declined.into()),
-            None => {
-                return Err(Error::NeedsConfirmation { name, count: unnamed.len() }.into());
-            }
-        }
-    }
-    for path in files {
-        store::remove(path)?;
-        let _ = writeln!(ui.out, "removed {}", path.display());
-    }
-    if is_builtin {
-        let _ = writeln!(ui.out, "the built-in {name} is in effect again");
+    let removal = Removal::plan(ui.env, registry, agent, yes, ui.confirm)?;
+    let out = &mut ui.out;
+    removal.apply(&mut |path| {
+        let _ = writeln!(out, "removed {}", path.display());
+    })?;
+    if removal.builtin_returns {
+        let _ = writeln!(ui.out, "the built-in {} is in effect again", removal.name);
     }
     Ok(())
 }
 
-fn registry_stem(path: &Path) -> Option<&str> {
-    profile::split_name(path).map(|(stem, _)| stem)
-}
-
 fn edit(registry: &Registry, agent: &str, ui: &mut Ui<'_>) -> Result<(), crate::Error> {
-    let entry = registry.resolve(agent)?;
-    let name = entry.profile.name.as_str();
-    let editor = ui.env.get("VISUAL").or_else(|| ui.env.get("EDITOR")).ok_or(Error::NoEditor)?.to_owned();
-    let path = match &entry.origin {
-        Origin::File { path, .. } => path.clone(),
-        Origin::Builtin => {
-            let dir = profile_dir(ui.env)?;
-            // A file of that name that failed to load is what the user wants
-            // to fix; opening it beats overwriting it with the built-in.
-            match store::same_stem_files(&dir, name).into_iter().next() {
-                Some(existing) => existing,
-                None => {
-                    let (text, _) = renamed(entry, name)?;
-                    let path = store::write_atomic(&dir, &format!("{name}.yaml"), text.as_bytes())?;
-                    let _ = writeln!(ui.out, "copied the built-in {name} to {}", path.display());
-                    path
-                }
-            }
-        }
-    };
-    // The editor value is the user's own command line (`code --wait`), so
-    // it is split into words the way a shell would for a simple command.
-    let mut words = editor.split_whitespace();
-    let program = words.next().ok_or(Error::NoEditor)?;
-    let status = crate::process::Command::new(program)
-        .args(words)
-        .path_arg(&path)
-        .interactive()
-        .map_err(|source| Error::EditorFailed { editor: editor.clone(), source })?;
-    if !status.success() {
-        return Err(Error::EditorExit { editor, status }.into());
+    let target = EditTarget::prepare(registry, ui.env, agent)?;
+    if target.copied_builtin {
+        let _ = writeln!(ui.out, "copied the built-in {} to {}", target.name, target.path.display());
     }
-    let bytes = std::fs::read(&path).map_err(|e| crate::Error::io("read", &path, e))?;
-    match profile::parse_bytes(&bytes, &path.display().to_string()) {
-        Ok(edited) if edited.name != name => {
-            let _ = writeln!(ui.out, "{} is valid; it now declares {} instead of {name}", path.display(), edited.name);
-            Ok(())
-        }
-        Ok(_) => {
-            let _ = writeln!(ui.out, "{} is valid", path.display());
-            Ok(())
-        }
-        Err(source) => Err(Error::EditedInvalid { path, source: Box::new(source) }.into()),
-    }
-}
-
-fn profile_dir(env: &Environment) -> Result<PathBuf, crate::Error> {
-    env.profile_dir().ok_or(crate::Error::NoHome { what: "the profile directory", setting: "BRIG_PROFILE_DIR" })
-}
-
-fn is_json(text: &str) -> bool {
-    text.trim_start().starts_with('{')
-}
-
-/// YAML gets the field guide on top (once); JSON cannot carry comments.
-fn with_guide(text: &str) -> String {
-    if is_json(text) || text.starts_with(FIELD_GUIDE) {
-        with_newline(text.to_owned())
+    let edited = target.edit()?;
+    if edited.name == target.name {
+        let _ = writeln!(ui.out, "{} is valid", target.path.display());
     } else {
-        with_newline(format!("{FIELD_GUIDE}{text}"))
+        let _ = writeln!(
+            ui.out,
+            "{} is valid; it now declares {} instead of {}",
+            target.path.display(),
+            edited.name,
+            target.name
+        );
     }
-}
-
-fn with_newline(mut text: String) -> String {
-    if !text.ends_with('\n') {
-        text.push('\n');
-    }
-    text
-}
-
-fn json_document(profile: &Profile) -> String {
-    // Every field is a string, number, bool, list or string-keyed map.
-    let text = serde_json::to_string_pretty(profile).expect("a profile always serializes to JSON");
-    with_newline(text)
+    Ok(())
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::profile::{BUILTINS, Error, FIELD_GUIDE};
     use rstest::rstest;
 
-    struct Scratch(PathBuf);
+    /// A scratch directory holding the profile directory (and whatever a
+    /// test imports from), removed on drop.
+    struct Scratch(tempfile::TempDir);
 
     impl Scratch {
         fn new(tag: &str) -> Scratch {
-            use std::sync::atomic::{AtomicUsize, Ordering};
-            static COUNTER: AtomicUsize = AtomicUsize::new(0);
-            let n = COUNTER.fetch_add(1, Ordering::Relaxed);
-            let dir = std::env::temp_dir().join(format!("brig-agent-{tag}-{}-{n}", std::process::id()));
-            let _ = std::fs::remove_dir_all(&dir);
-            std::fs::create_dir_all(&dir).unwrap();
-            Scratch(dir)
+            Scratch(tempfile::Builder::new().prefix(&format!("brig-agent-{tag}-")).tempdir().unwrap())
+        }
+
+        fn root(&self) -> &Path {
+            self.0.path()
         }
 
         fn profiles(&self) -> PathBuf {
-            self.0.join("profiles")
+            self.root().join("profiles")
         }
 
         fn write(&self, file: &str, text: &str) -> PathBuf {
@@ -516,12 +344,6 @@ mod tests {
                 env.set(*k, *v);
             }
             env
-        }
-    }
-
-    impl Drop for Scratch {
-        fn drop(&mut self) {
-            let _ = std::fs::remove_dir_all(&self.0);
         }
     }
 
@@ -663,7 +485,7 @@ mod tests {
         let s = Scratch::new("import");
         let env = s.env(&[]);
         s.write("codex.yaml", &doc("codex"));
-        let src = s.0.join("anything.txt");
+        let src = s.root().join("anything.txt");
         let text = r#"  {"name": "codex", "desc": "json now", "binary": "b", "image": "i", "guestHome": "/root", "mem": 1, "cpus": 1}"#;
         std::fs::write(&src, text).unwrap();
         let (r, out) = exec(&env, false, None, AgentCommand::Import(ImportArgs { file: src }));
@@ -679,7 +501,7 @@ mod tests {
     #[case::reserved(&doc("desktop"), "reserved")]
     fn import_refuses(#[case] text: &str, #[case] want: &str) {
         let s = Scratch::new("import-bad");
-        let src = s.0.join("in.yaml");
+        let src = s.root().join("in.yaml");
         std::fs::write(&src, text).unwrap();
         let got = match profile_err(exec(&s.env(&[]), false, None, AgentCommand::Import(ImportArgs { file: src })).0) {
             Error::Invalid { .. } => "invalid",
@@ -694,7 +516,8 @@ mod tests {
     #[test]
     fn import_of_a_missing_file_is_an_io_error() {
         let s = Scratch::new("import-missing");
-        let (r, _) = exec(&s.env(&[]), false, None, AgentCommand::Import(ImportArgs { file: s.0.join("nope.yaml") }));
+        let (r, _) =
+            exec(&s.env(&[]), false, None, AgentCommand::Import(ImportArgs { file: s.root().join("nope.yaml") }));
         assert!(matches!(r, Err(crate::Error::Io { action: "read", .. })), "{r:?}");
     }
 

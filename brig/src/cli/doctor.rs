@@ -251,7 +251,7 @@ fn hypervisor_line(probe: &crate::kvm::Probe) -> Check {
             };
             Check::problem(
                 "hypervisor",
-                format!("KVM present but cannot run a guest: {reached}{}", crate::proto::chain(err)),
+                format!("KVM present but cannot run a guest: {reached}{}", crate::error::chain(err)),
                 format!("enable hardware (or nested) virtualization for this host; until then {NO_MICROVM}"),
             )
         }
@@ -268,7 +268,7 @@ fn runtime_checks(env: &Environment, profile: Option<&Profile>) -> (Check, Check
             return (
                 Check::problem(
                     "runtime",
-                    crate::proto::chain(&err),
+                    crate::error::chain(&err),
                     "install nerdctl or podman, or point BRIG_RUNTIME_BIN at one",
                 ),
                 no_shim(),
@@ -280,7 +280,7 @@ fn runtime_checks(env: &Environment, profile: Option<&Profile>) -> (Check, Check
         Ok(adapter) => adapter,
         Err(err) => {
             return (
-                Check::problem("runtime", format!("{what}: {}", crate::proto::chain(&err)), "use nerdctl or podman"),
+                Check::problem("runtime", format!("{what}: {}", crate::error::chain(&err)), "use nerdctl or podman"),
                 no_shim(),
             );
         }
@@ -289,7 +289,7 @@ fn runtime_checks(env: &Environment, profile: Option<&Profile>) -> (Check, Check
         Ok(listed) => Check::new("runtime", Mark::Ok, format!("{what}; answers, {} brig sandbox(es)", listed.len())),
         Err(err) => Check::problem(
             "runtime",
-            format!("{what}, but it cannot answer: {}", crate::proto::chain(&err)),
+            format!("{what}, but it cannot answer: {}", crate::error::chain(&err)),
             match resolved.kind {
                 Kind::Nerdctl => "start containerd, and check that this user may use its socket",
                 _ => "check that the runtime works for this user (try its `ps -a`)",
@@ -325,7 +325,7 @@ fn shim(env: &Environment, adapter: &dyn Runtime) -> Check {
     match (adapter.isolation(), allowed) {
         (Err(err), _) => Check::problem(
             "shim",
-            crate::proto::chain(&err),
+            crate::error::chain(&err),
             "set BRIG_CONTAINERD_RUNTIME to a known shim such as io.containerd.urunc.v2",
         ),
         (_, Err(err)) => Check::problem("shim", err.to_string(), "set BRIG_ALLOW_CONTAINER_ISOLATION to 1 or 0"),
@@ -368,13 +368,7 @@ fn missing_shim_binary(env: &Environment, kind: Kind, shim: &str) -> Option<Stri
     }
     let rest = shim.strip_prefix("io.containerd.")?;
     let binary = format!("containerd-shim-{}", rest.replace('.', "-"));
-    let found = env
-        .get("PATH")
-        .unwrap_or_default()
-        .split(':')
-        .filter(|d| !d.is_empty())
-        .any(|dir| Path::new(dir).join(&binary).is_file());
-    (!found).then_some(binary)
+    env.find_on_path(&binary).is_none().then_some(binary)
 }
 
 fn profile_dir(env: &Environment, registry: &Registry) -> Check {
@@ -434,7 +428,7 @@ fn brigd(env: &Environment) -> Check {
         Err(err) => {
             return Check::problem(
                 "brigd",
-                format!("brigd at {shown} did not answer: {}", crate::proto::chain(&err)),
+                format!("brigd at {shown} did not answer: {}", crate::error::chain(&err)),
                 "restart brigd",
             );
         }
@@ -615,5 +609,33 @@ mod tests {
             text,
             "ok  hypervisor kvm\n!!  shim       missing\n               fix: install it\n--  brigd      not running\n"
         );
+    }
+
+    use rstest::rstest;
+    use std::os::unix::fs::PermissionsExt;
+
+    /// (runtime, the mode of a `containerd-shim-urunc-v2` on PATH, if any,
+    /// the shim asked for) → the binary reported missing.
+    #[rstest]
+    #[case::present(Kind::Nerdctl, Some(0o755), "io.containerd.urunc.v2", None)]
+    #[case::absent(Kind::Nerdctl, None, "io.containerd.urunc.v2", Some("containerd-shim-urunc-v2"))]
+    #[case::not_executable(Kind::Nerdctl, Some(0o644), "io.containerd.urunc.v2", Some("containerd-shim-urunc-v2"))]
+    #[case::other_shim(Kind::Nerdctl, Some(0o755), "io.containerd.kata.v2", Some("containerd-shim-kata-v2"))]
+    #[case::not_a_containerd_name(Kind::Nerdctl, None, "krun", None)]
+    #[case::podman_has_no_shims(Kind::Podman, None, "io.containerd.urunc.v2", None)]
+    fn shim_binary_on_path(
+        #[case] kind: Kind,
+        #[case] mode: Option<u32>,
+        #[case] shim: &str,
+        #[case] want: Option<&str>,
+    ) {
+        let bin = tempfile::tempdir().unwrap();
+        if let Some(mode) = mode {
+            let file = bin.path().join("containerd-shim-urunc-v2");
+            std::fs::write(&file, "#!/bin/sh\n").unwrap();
+            std::fs::set_permissions(&file, std::fs::Permissions::from_mode(mode)).unwrap();
+        }
+        let env = Environment::from_pairs([("PATH", bin.path().to_str().unwrap())]);
+        assert_eq!(missing_shim_binary(&env, kind, shim).as_deref(), want);
     }
 }

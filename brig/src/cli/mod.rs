@@ -23,27 +23,6 @@ use crate::environment::Environment;
 use crate::exit::{Code, Outcome, exit_code};
 use crate::{Error, build_info::BuildInfo};
 
-/// Usage mistakes that clap cannot see: combinations and positions.
-#[derive(Debug, thiserror::Error)]
-pub enum UsageError {
-    #[error("--no-project cannot be combined with a project ({project}) on the same line")]
-    NoProjectWithProject { project: String },
-    #[error("--no-project applies only to `brig run`, not to `brig {verb}`")]
-    NoProjectOnVerb { verb: &'static str },
-    #[error("`brig rm <ref>` asks nothing, so it takes no -y; -y goes with --all")]
-    YesWithoutAll,
-    #[error("`brig {verb}` takes no -d/--detach")]
-    DetachOnVerb { verb: &'static str },
-    #[error("`brig sh` takes one script: -c before the ref, or -c right after it, not both")]
-    TwoScripts,
-    #[error(
-        "`brig doctor --boot` needs an image that is already present locally (it never pulls): pass --image REF or set BRIG_IMAGE"
-    )]
-    BootWithoutImage,
-    #[error("{image:?} is not an image reference (it starts with - or holds a blank or control character)")]
-    BootImageUnusable { image: String },
-}
-
 /// brig runs AI coding agents in sandboxes they cannot escape.
 #[derive(Debug, Parser)]
 #[command(name = "brig", version = version_line(), disable_help_subcommand = true, propagate_version = false)]
@@ -139,13 +118,7 @@ pub fn main(args: impl IntoIterator<Item = OsString>) -> Outcome {
 
 /// `brig: error: <message>: <source>: <source>…` on stderr.
 fn print_error(err: &Error) {
-    let mut line = format!("brig: error: {err}");
-    let mut source = std::error::Error::source(err);
-    while let Some(cause) = source {
-        line.push_str(&format!(": {cause}"));
-        source = cause.source();
-    }
-    let _ = writeln!(std::io::stderr().lock(), "{line}");
+    let _ = writeln!(std::io::stderr().lock(), "brig: error: {}", crate::error::chain(err));
 }
 
 /// clap's own help and version go to stdout with exit 0; every usage
@@ -184,16 +157,6 @@ fn init_tracing(verbose: bool) {
 pub fn print(text: impl AsRef<str>) -> Result<(), Error> {
     let mut out = std::io::stdout().lock();
     out.write_all(text.as_ref().as_bytes()).and_then(|()| out.flush()).map_err(Error::Stdout)
-}
-
-impl crate::session::Agents for crate::profile::Registry {
-    fn canonical(&self, typed: &str) -> Option<String> {
-        self.resolve(typed).ok().map(|e| e.profile.name.clone())
-    }
-
-    fn names(&self) -> Vec<String> {
-        self.entries().iter().map(|e| e.profile.name.clone()).collect()
-    }
 }
 
 /// The clap command, for completion scripts.

@@ -105,7 +105,7 @@ impl PlanData {
             refused: plan
                 .refused
                 .as_ref()
-                .map(|e| Refused { code: exit_code(e).as_u8(), error: crate::proto::chain(e) }),
+                .map(|e| Refused { code: exit_code(e).as_u8(), error: crate::error::chain(e) }),
         }
     }
 }
@@ -119,7 +119,7 @@ pub fn run(args: PlanArgs, ctx: &Context) -> Result<Code, Error> {
     let (session, profile) = engine.session(&args.reference, args.sandbox.name.as_deref())?;
     let project = match (&args.project, args.no_project) {
         (Some(dir), false) => ProjectChoice::Named(dir.clone()),
-        (Some(dir), true) => return Err(crate::cli::UsageError::NoProjectWithProject { project: dir.clone() }.into()),
+        (Some(dir), true) => return Err(crate::error::UsageError::NoProjectWithProject { project: dir.clone() }.into()),
         (None, true) => ProjectChoice::Nothing,
         (None, false) => ProjectChoice::Remembered,
     };

@@ -9,8 +9,9 @@
 use std::io::{BufRead, IsTerminal, Write};
 
 use crate::Error;
-use crate::cli::{Context, UsageError, print};
+use crate::cli::{Context, print};
 use crate::engine::{Engine, Facts, Prompts};
+use crate::error::UsageError;
 use crate::exit::Code;
 use crate::profile::Registry;
 use crate::runtime::{Listed, Runtime, State};

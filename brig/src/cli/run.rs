@@ -12,7 +12,8 @@ use std::path::PathBuf;
 use serde::Serialize;
 
 use crate::Error;
-use crate::cli::{Context, UsageError, print};
+use crate::cli::{Context, print};
+use crate::error::UsageError;
 use crate::exit::{Code, Outcome, exit_code};
 use crate::json::Envelope;
 use crate::profile::Registry;

@@ -107,7 +107,7 @@ async fn answer(line: &[u8], writer: &mut OwnedWriteHalf, shared: &Arc<Shared>) 
     let response = match parse_request(line) {
         Ok(request) => op::answer(shared, request).await,
         Err(rejected) => {
-            tracing::debug!("refused a request: {}", crate::proto::chain(&rejected.error));
+            tracing::debug!("refused a request: {}", crate::error::chain(&rejected.error));
             rejected.response()
         }
     };

@@ -103,7 +103,7 @@ pub fn main(args: impl IntoIterator<Item = OsString>) -> ExitCode {
     match run(args) {
         Ok(()) => ExitCode::SUCCESS,
         Err(err) => {
-            let _ = writeln!(std::io::stderr().lock(), "brigd: error: {}", crate::proto::chain(&err));
+            let _ = writeln!(std::io::stderr().lock(), "brigd: error: {}", crate::error::chain(&err));
             ExitCode::FAILURE
         }
     }

@@ -276,8 +276,7 @@ impl Engine<'_> {
         if existing.is_none()
             && let Some(other) = record.as_ref().and_then(|r| r.runtime.as_deref())
             && other != runtime.kind().to_string()
-            && crate::runtime::Kind::parse(other)
-                .is_some_and(|k| crate::runtime::lookup_path(self.env, k.binary_name()).is_some())
+            && crate::runtime::Kind::parse(other).is_some_and(|k| self.env.find_on_path(k.binary_name()).is_some())
         {
             // The session's sandbox lives on another runtime that is still
             // installed: booting here would give one home to two guests, and

@@ -78,7 +78,7 @@ mod tests {
     #[test]
     fn every_builtin_parses_validates_and_matches_its_file_name() {
         for b in BUILTINS {
-            let p = parse(b.yaml, b.name).unwrap_or_else(|e| panic!("{}: {}", b.name, super::super::one_line(&e)));
+            let p = parse(b.yaml, b.name).unwrap_or_else(|e| panic!("{}: {}", b.name, crate::error::chain(&e)));
             assert_eq!(p.name, b.name);
         }
     }

@@ -9,6 +9,7 @@
 
 mod builtin;
 mod document;
+pub mod manage;
 mod registry;
 pub mod store;
 mod validate;
@@ -114,19 +115,6 @@ pub fn parse_bytes(bytes: &[u8], file: &str) -> Result<Profile, Error> {
     parse(text, file)
 }
 
-/// An error and its sources on one line, for places (registry warnings) that
-/// have one line per problem.
-pub fn one_line(err: &dyn std::error::Error) -> String {
-    let mut line = err.to_string();
-    let mut next = err.source();
-    while let Some(cause) = next {
-        line.push_str(": ");
-        line.push_str(&cause.to_string());
-        next = cause.source();
-    }
-    line
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -136,7 +124,7 @@ mod tests {
         let doc = "name: x\nimage: i\nguestHome: /root\nmem: 1\ncpus: 1\nbinary: b\nhostCredential: {}\n";
         let err = parse(doc, "mine.yaml").unwrap_err();
         assert!(matches!(&err, Error::Parse { file, .. } if file == "mine.yaml"), "{err:?}");
-        let line = one_line(&err);
+        let line = crate::error::chain(&err);
         assert!(line.contains("mine.yaml") && line.contains("hostCredential"), "{line}");
     }
 

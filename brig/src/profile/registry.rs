@@ -4,8 +4,9 @@ use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
 use super::builtin::{ALIASES, BUILTINS};
-use super::{Error, Profile, one_line, parse_bytes};
+use super::{Error, Profile, parse_bytes};
 use crate::environment::Environment;
+use crate::error::chain;
 
 /// Where a registry entry came from.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -73,7 +74,7 @@ impl Registry {
                         Entry { profile, origin: Origin::Builtin, text: b.yaml.to_owned() },
                     );
                 }
-                Err(e) => registry.warnings.push(one_line(&e)),
+                Err(e) => registry.warnings.push(chain(&e)),
             }
         }
         if let Some(dir) = dir {
@@ -102,7 +103,7 @@ impl Registry {
         for path in files {
             let label = path.display().to_string();
             let parsed = std::fs::read(&path).map_err(|e| format!("{label}: {e}")).and_then(|bytes| {
-                let profile = parse_bytes(&bytes, &label).map_err(|e| one_line(&e))?;
+                let profile = parse_bytes(&bytes, &label).map_err(|e| chain(&e))?;
                 // parse_bytes has checked UTF-8 already.
                 Ok((profile, String::from_utf8_lossy(&bytes).into_owned()))
             });
@@ -219,6 +220,18 @@ impl Registry {
     }
 }
 
+/// The registry is what the session module resolves typed agent names
+/// against; the trait keeps that module free of profile loading.
+impl crate::session::Agents for Registry {
+    fn canonical(&self, typed: &str) -> Option<String> {
+        self.resolve(typed).ok().map(|e| e.profile.name.clone())
+    }
+
+    fn names(&self) -> Vec<String> {
+        self.entries().iter().map(|e| e.profile.name.clone()).collect()
+    }
+}
+
 /// Profile files in `dir`, sorted by file name: flat (subdirectories are not
 /// read), the three extensions, without `config.*`, which holds settings.
 pub fn profile_files(dir: &Path) -> std::io::Result<Vec<PathBuf>> {
@@ -254,29 +267,21 @@ pub(crate) mod tests {
     use rstest::rstest;
 
     /// A scratch directory under the system temp dir, removed on drop.
-    pub(crate) struct Scratch(pub PathBuf);
+    pub(crate) struct Scratch(tempfile::TempDir);
 
     impl Scratch {
         pub(crate) fn new(tag: &str) -> Scratch {
-            use std::sync::atomic::{AtomicUsize, Ordering};
-            static COUNTER: AtomicUsize = AtomicUsize::new(0);
-            let n = COUNTER.fetch_add(1, Ordering::Relaxed);
-            let dir = std::env::temp_dir().join(format!("brig-test-{tag}-{}-{n}", std::process::id()));
-            let _ = std::fs::remove_dir_all(&dir);
-            std::fs::create_dir_all(&dir).unwrap();
-            Scratch(dir)
+            Scratch(tempfile::Builder::new().prefix(&format!("brig-test-{tag}-")).tempdir().unwrap())
+        }
+
+        pub(crate) fn path(&self) -> &Path {
+            self.0.path()
         }
 
         pub(crate) fn write(&self, file: &str, text: &str) -> PathBuf {
-            let path = self.0.join(file);
+            let path = self.path().join(file);
             std::fs::write(&path, text).unwrap();
             path
-        }
-    }
-
-    impl Drop for Scratch {
-        fn drop(&mut self) {
-            let _ = std::fs::remove_dir_all(&self.0);
         }
     }
 
@@ -295,7 +300,7 @@ pub(crate) mod tests {
     #[test]
     fn missing_directory_is_quiet() {
         let s = Scratch::new("missing");
-        let r = Registry::load_from(Some(&s.0.join("nope")));
+        let r = Registry::load_from(Some(&s.path().join("nope")));
         assert_eq!(r.entries().len(), 8);
         assert!(r.warnings().is_empty());
     }
@@ -304,10 +309,10 @@ pub(crate) mod tests {
     fn environment_chooses_the_directory() {
         let s = Scratch::new("env");
         s.write("x.yaml", &doc("x", "from env"));
-        let env = Environment::from_pairs([("BRIG_PROFILE_DIR", s.0.to_str().unwrap())]);
+        let env = Environment::from_pairs([("BRIG_PROFILE_DIR", s.path().to_str().unwrap())]);
         let r = Registry::load(&env);
         assert_eq!(r.resolve("x").unwrap().profile.desc, "from env");
-        assert_eq!(r.dir(), Some(s.0.as_path()));
+        assert_eq!(r.dir(), Some(s.path()));
     }
 
     /// (files in the directory, typed name) → (winning desc, origin mark).
@@ -339,7 +344,7 @@ pub(crate) mod tests {
             };
             s.write(file, &text);
         }
-        let r = Registry::load_from(Some(&s.0));
+        let r = Registry::load_from(Some(s.path()));
         match (r.resolve(typed), want) {
             (Ok(entry), Some((desc, mark))) => {
                 if !desc.is_empty() {
@@ -357,7 +362,7 @@ pub(crate) mod tests {
         let s = Scratch::new("dup");
         s.write("a.yaml", &doc("dup", "first"));
         s.write("b.yaml", &doc("dup", "second"));
-        let r = Registry::load_from(Some(&s.0));
+        let r = Registry::load_from(Some(s.path()));
         assert_eq!(r.warnings().len(), 1);
         let w = &r.warnings()[0];
         assert!(w.contains("a.yaml") && w.contains("b.yaml") && w.ends_with("b.yaml wins"), "{w}");
@@ -370,7 +375,7 @@ pub(crate) mod tests {
         s.write("bad.yaml", "name: codex\nnope: 1\n");
         s.write("worse.json", "{");
         s.write("ok.yaml", &doc("ok", "fine"));
-        let r = Registry::load_from(Some(&s.0));
+        let r = Registry::load_from(Some(s.path()));
         assert_eq!(r.warnings().len(), 1);
         let w = &r.warnings()[0];
         assert!(w.starts_with("ignoring 2 unusable profile(s)"), "{w}");
@@ -383,9 +388,9 @@ pub(crate) mod tests {
     #[test]
     fn subdirectories_are_not_read() {
         let s = Scratch::new("flat");
-        std::fs::create_dir(s.0.join("sub")).unwrap();
+        std::fs::create_dir(s.path().join("sub")).unwrap();
         s.write("sub/deep.yaml", &doc("deep", "d"));
-        let r = Registry::load_from(Some(&s.0));
+        let r = Registry::load_from(Some(s.path()));
         assert!(matches!(r.resolve("deep"), Err(Error::UnknownAgent { .. })));
     }
 
@@ -424,7 +429,7 @@ pub(crate) mod tests {
         let s = Scratch::new("alias");
         assert_eq!(Registry::load_from(None).aliases_of("claude-code"), ["claude"]);
         s.write("c.yaml", &doc("claude", "mine"));
-        let r = Registry::load_from(Some(&s.0));
+        let r = Registry::load_from(Some(s.path()));
         assert!(r.aliases_of("claude-code").is_empty());
         assert!(r.check_new_name("claude").is_ok());
     }

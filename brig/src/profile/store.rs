@@ -114,7 +114,7 @@ mod tests {
     #[test]
     fn write_creates_private_dir_and_readable_file() {
         let s = Scratch::new("store-modes");
-        let dir = s.0.join("profiles");
+        let dir = s.path().join("profiles");
         let path = write_atomic(&dir, "a.yaml", b"name: a\n").unwrap();
         assert_eq!(fs::read(&path).unwrap(), b"name: a\n");
         assert_eq!(fs::metadata(&dir).unwrap().permissions().mode() & 0o777, 0o700);
@@ -128,8 +128,8 @@ mod tests {
         let s = Scratch::new("store-ext");
         s.write("x.yaml", "old");
         s.write("x.yml", "old");
-        let dest = store(&s.0, "x", b"{\"name\": \"x\"}").unwrap();
-        assert_eq!(dest, s.0.join("x.json"));
-        assert_eq!(same_stem_files(&s.0, "x"), [s.0.join("x.json")]);
+        let dest = store(s.path(), "x", b"{\"name\": \"x\"}").unwrap();
+        assert_eq!(dest, s.path().join("x.json"));
+        assert_eq!(same_stem_files(s.path(), "x"), [s.path().join("x.json")]);
     }
 }

@@ -820,7 +820,7 @@ mod tests {
     fn parser_rules(#[case] doc: String, #[case] named: &str) {
         let err = parse(&doc, "t.yaml").unwrap_err();
         assert!(matches!(err, Error::Parse { .. }), "{err:?}");
-        let line = super::super::one_line(&err);
+        let line = crate::error::chain(&err);
         assert!(line.contains(named) && line.contains("t.yaml"), "{line}");
     }
 

@@ -5,13 +5,15 @@
 //! the adapters) speaks its dialect.
 
 pub mod adapter;
+#[cfg(test)]
+mod captured;
 mod hull;
 mod oci;
 mod resolve;
 
 pub use adapter::{BootSpec, ExecSpec, Found, Listed, Mount, NetworkAttach, Runtime, State, Tmpfs};
 pub use oci::{OciCli, runtime_words};
-pub use resolve::{Chosen, Resolved, lookup_path, resolve};
+pub use resolve::{Chosen, Resolved, resolve};
 
 use crate::environment::Environment;
 

@@ -47,7 +47,7 @@ impl OciCli {
     pub fn nerdctl(bin: PathBuf, shim: String, env: &crate::environment::Environment) -> Self {
         let shim_missing = shim_executable(&shim).filter(|exe| match exe.strip_prefix('/') {
             Some(_) => !Path::new(exe).is_file(),
-            None => super::resolve::lookup_path(env, exe).is_none(),
+            None => env.find_on_path(exe).is_none(),
         });
         OciCli { kind: Kind::Nerdctl, bin, shim: Some(shim), podman_runtime: None, shim_missing }
     }

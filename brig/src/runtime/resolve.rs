@@ -59,7 +59,7 @@ pub fn resolve(env: &Environment, profile: Option<(&str, Option<&str>)>) -> Resu
         let bin = if text.contains('/') {
             check_executable("BRIG_RUNTIME_BIN", Path::new(text))?
         } else {
-            lookup_path(env, text).ok_or_else(|| Error::BadBinary {
+            env.find_on_path(text).ok_or_else(|| Error::BadBinary {
                 setting: "BRIG_RUNTIME_BIN".to_owned(),
                 path: PathBuf::from(text),
                 problem: "is not on PATH",
@@ -75,19 +75,15 @@ pub fn resolve(env: &Environment, profile: Option<(&str, Option<&str>)>) -> Resu
         return Ok(Resolved { kind, bin, chosen: Chosen::Profile { name: name.to_owned() } });
     }
     if let Some(kind) = kind {
-        let bin = lookup_path(env, kind.binary_name()).ok_or(Error::KindNotFound { kind })?;
+        let bin = env.find_on_path(kind.binary_name()).ok_or(Error::KindNotFound { kind })?;
         return Ok(Resolved { kind, bin, chosen: Chosen::RuntimeKind });
     }
     for (i, kind) in [Kind::Nerdctl, Kind::Podman, Kind::Docker].into_iter().enumerate() {
-        if let Some(bin) = lookup_path(env, kind.binary_name()) {
+        if let Some(bin) = env.find_on_path(kind.binary_name()) {
             return Ok(Resolved { kind, bin, chosen: Chosen::Path { fallback: i > 0 } });
         }
     }
     Err(Error::NoneFound)
-}
-
-fn is_executable(path: &Path) -> bool {
-    path.metadata().is_ok_and(|m| m.is_file() && m.permissions().mode() & 0o111 != 0)
 }
 
 fn check_executable(setting: &str, path: &Path) -> Result<PathBuf, Error> {
@@ -98,14 +94,6 @@ fn check_executable(setting: &str, path: &Path) -> Result<PathBuf, Error> {
         Ok(_) => return Ok(path.to_path_buf()),
     };
     Err(Error::BadBinary { setting: setting.to_owned(), path: path.to_path_buf(), problem })
-}
-
-pub fn lookup_path(env: &Environment, name: &str) -> Option<PathBuf> {
-    env.get("PATH")?
-        .split(':')
-        .filter(|dir| !dir.is_empty())
-        .map(|dir| Path::new(dir).join(name))
-        .find(|candidate| is_executable(candidate))
 }
 
 /// Tell a binary's dialect from its file name, else from its `--version`.
@@ -119,11 +107,15 @@ fn detect_kind(bin: &Path) -> Result<Kind, Error> {
         .stdin(std::process::Stdio::null())
         .output()
         .map_err(|_| Error::UnknownDialect { path: bin.to_path_buf() })?;
-    let text = String::from_utf8_lossy(&output.stdout).to_ascii_lowercase();
-    Kind::ALL
-        .into_iter()
-        .find(|k| text.starts_with(k.binary_name()))
+    kind_from_version(&String::from_utf8_lossy(&output.stdout))
         .ok_or_else(|| Error::UnknownDialect { path: bin.to_path_buf() })
+}
+
+/// The dialect a `--version` line names: each runtime starts it with its own
+/// name (`nerdctl version 1.7.7`, `podman version 4.3.1`, `Docker version …`).
+fn kind_from_version(stdout: &str) -> Option<Kind> {
+    let text = stdout.to_ascii_lowercase();
+    Kind::ALL.into_iter().find(|k| text.starts_with(k.binary_name()))
 }
 
 #[cfg(test)]
@@ -131,24 +123,21 @@ mod tests {
     use super::*;
     use std::fs;
 
-    /// A scratch PATH directory holding executables with the given names.
-    fn path_with(names: &[&str]) -> PathBuf {
-        static NEXT: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
-        let n = NEXT.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-        let dir = std::env::temp_dir().join(format!("brig-resolve-{}-{n}", std::process::id()));
-        let _ = fs::remove_dir_all(&dir);
-        fs::create_dir_all(&dir).unwrap();
+    /// A scratch PATH directory holding executables with the given names,
+    /// removed on drop.
+    fn path_with(names: &[&str]) -> tempfile::TempDir {
+        let dir = tempfile::Builder::new().prefix("brig-resolve-").tempdir().unwrap();
         for name in names {
-            let p = dir.join(name);
+            let p = dir.path().join(name);
             fs::write(&p, "#!/bin/sh\n").unwrap();
             fs::set_permissions(&p, fs::Permissions::from_mode(0o755)).unwrap();
         }
         dir
     }
 
-    fn env(path: &Path, extra: &[(&str, &str)]) -> Environment {
+    fn env(path: &tempfile::TempDir, extra: &[(&str, &str)]) -> Environment {
         let mut env = Environment::from_pairs(extra.iter().copied());
-        env.set("PATH", path.to_str().unwrap());
+        env.set("PATH", path.path().to_str().unwrap());
         env.set("HOME", "/nonexistent-home");
         env
     }
@@ -191,7 +180,7 @@ mod tests {
     #[test]
     fn runtime_bin_beats_the_profile_and_profile_beats_path() {
         let dir = path_with(&["nerdctl", "podman"]);
-        let podman = dir.join("podman");
+        let podman = dir.path().join("podman");
         let e = env(&dir, &[("BRIG_RUNTIME_BIN", "podman")]);
         let got = resolve(&e, Some(("p", Some("/no/such")))).unwrap();
         assert_eq!((got.kind, got.bin, got.chosen), (Kind::Podman, podman.clone(), Chosen::RuntimeBin));
@@ -216,5 +205,18 @@ mod tests {
         assert_eq!((got.kind, got.chosen), (Kind::Podman, Chosen::RuntimeKind));
         let err = resolve(&env(&dir, &[("BRIG_RUNTIME", "docker")]), None).unwrap_err();
         assert!(matches!(err, Error::KindNotFound { kind: Kind::Docker }));
+    }
+
+    /// A binary whose name says nothing is told apart by its `--version`,
+    /// here as the real binaries print it.
+    #[rstest::rstest]
+    #[case::nerdctl(&crate::runtime::testdata("nerdctl-version.txt"), Some(Kind::Nerdctl))]
+    #[case::podman(&crate::runtime::testdata("podman-version.txt"), Some(Kind::Podman))]
+    #[case::hull(&crate::runtime::testdata("hull-version.txt"), Some(Kind::Hull))]
+    #[case::docker("Docker version 24.0.7, build afdd53b\n", Some(Kind::Docker))]
+    #[case::something_else("runc version 1.1.5\n", None)]
+    #[case::nothing("", None)]
+    fn kind_from_the_version_line(#[case] stdout: &str, #[case] want: Option<Kind>) {
+        assert_eq!(kind_from_version(stdout), want);
     }
 }

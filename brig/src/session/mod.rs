@@ -120,34 +120,23 @@ pub type Result<T, E = Error> = std::result::Result<T, E>;
 pub(crate) mod testing {
     //! A fixed agent list standing in for the profile registry.
 
-    use std::path::{Path, PathBuf};
-    use std::sync::atomic::{AtomicUsize, Ordering};
+    use std::path::Path;
 
     use super::Agents;
 
     /// A scratch directory removed on drop. It lives under `/tmp` rather than
     /// wherever `TMPDIR` points, since brig reads no environment directly.
     #[derive(Debug)]
-    pub struct TempDir(PathBuf);
+    pub struct TempDir(tempfile::TempDir);
 
     impl TempDir {
         pub fn new() -> Self {
-            static NEXT: AtomicUsize = AtomicUsize::new(0);
-            let n = NEXT.fetch_add(1, Ordering::Relaxed);
-            let path = Path::new("/tmp").join(format!("brig-session-test-{}-{n}", std::process::id()));
-            let _ = std::fs::remove_dir_all(&path);
-            std::fs::create_dir(&path).expect("create scratch dir");
-            TempDir(path)
+            let dir = tempfile::Builder::new().prefix("brig-session-test-").tempdir_in("/tmp");
+            TempDir(dir.expect("create scratch dir"))
         }
 
         pub fn path(&self) -> &Path {
-            &self.0
-        }
-    }
-
-    impl Drop for TempDir {
-        fn drop(&mut self) {
-            let _ = std::fs::remove_dir_all(&self.0);
+            self.0.path()
         }
     }
 

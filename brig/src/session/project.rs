@@ -40,17 +40,16 @@ mod tests {
 
     #[test]
     fn project_checks() {
-        let root = std::env::temp_dir().join(format!("brig-project-{}", std::process::id()));
-        let _ = std::fs::remove_dir_all(&root);
+        let scratch = tempfile::Builder::new().prefix("brig-project-").tempdir().unwrap();
+        let root = scratch.path();
         std::fs::create_dir_all(root.join("real/demo")).unwrap();
         std::os::unix::fs::symlink(root.join("real"), root.join("link")).unwrap();
         std::fs::write(root.join("file"), "x").unwrap();
 
-        assert_eq!(resolve("real/demo", &root).unwrap(), root.join("real/demo"));
-        assert!(matches!(resolve("missing", &root), Err(Error::NoProject { .. })));
-        let err = resolve("link/demo", &root).unwrap_err();
+        assert_eq!(resolve("real/demo", root).unwrap(), root.join("real/demo"));
+        assert!(matches!(resolve("missing", root), Err(Error::NoProject { .. })));
+        let err = resolve("link/demo", root).unwrap_err();
         assert!(matches!(err, Error::Symlink { ref link, .. } if link.ends_with("link")), "{err}");
-        assert!(resolve("file", &root).is_err());
-        std::fs::remove_dir_all(&root).unwrap();
+        assert!(resolve("file", root).is_err());
     }
 }

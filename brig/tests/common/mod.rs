@@ -8,23 +8,27 @@
 
 use std::path::PathBuf;
 
+use tempfile::TempDir;
+
 pub struct Scratch {
-    root: PathBuf,
+    root: TempDir,
 }
 
 impl Scratch {
-    /// A fresh scratch tree, `kind` and `name` keeping parallel tests apart.
+    /// A fresh scratch tree, removed on drop. `kind` and `name` only make a
+    /// leftover recognisable; the directory is unique either way. It is made
+    /// under `/tmp` rather than `TMPDIR`, which may be long enough to push
+    /// brigd's socket path over the kernel's limit.
     pub fn new(kind: &str, name: &str) -> Scratch {
-        let root = PathBuf::from(format!("/tmp/{kind}-{}-{name}", std::process::id()));
-        let _ = std::fs::remove_dir_all(&root);
+        let root = tempfile::Builder::new().prefix(&format!("{kind}-{name}-")).tempdir_in("/tmp").unwrap();
         for dir in ["home", "state", "profiles", "bin"] {
-            std::fs::create_dir_all(root.join(dir)).unwrap();
+            std::fs::create_dir_all(root.path().join(dir)).unwrap();
         }
         Scratch { root }
     }
 
     pub fn path(&self, rel: &str) -> PathBuf {
-        self.root.join(rel)
+        self.root.path().join(rel)
     }
 
     pub fn state(&self) -> PathBuf {
@@ -43,11 +47,5 @@ impl Scratch {
             ("BRIG_PROFILE_DIR".into(), self.path("profiles").display().to_string()),
             ("PATH".into(), self.path("bin").display().to_string()),
         ]
-    }
-}
-
-impl Drop for Scratch {
-    fn drop(&mut self) {
-        let _ = std::fs::remove_dir_all(&self.root);
     }
 }

@@ -18,9 +18,9 @@ use serde::Serialize;
 
 use super::{Check, Mark};
 use crate::Error;
-use crate::cli::UsageError;
 use crate::engine::{Engine, Prompts};
 use crate::environment::Environment;
+use crate::error::UsageError;
 use crate::exit::Code;
 use crate::process::Deadline;
 use crate::profile::{Profile, Registry};
@@ -267,7 +267,7 @@ fn runtime_reason(err: &runtime::Error) -> String {
     match err {
         runtime::Error::Operation { words, .. } => words.clone(),
         runtime::Error::Process(inner) => process_reason(inner),
-        other => crate::proto::chain(other),
+        other => crate::error::chain(other),
     }
 }
 
@@ -277,7 +277,7 @@ fn process_reason(err: &crate::process::Error) -> String {
             let said = runtime::runtime_words(stderr);
             if said.is_empty() { status.to_string() } else { said }
         }
-        other => crate::proto::chain(other),
+        other => crate::error::chain(other),
     }
 }
 

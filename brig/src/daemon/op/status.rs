@@ -8,7 +8,8 @@ use std::sync::Arc;
 use super::{blocking, engine, failure, listing, liveness};
 use crate::daemon::Shared;
 use crate::daemon::inventory::{Known, Liveness};
-use crate::proto::{Response, SessionReport, chain};
+use crate::error::chain;
+use crate::proto::{Response, SessionReport};
 
 pub(super) async fn handle(shared: &Arc<Shared>) -> Response {
     let known = shared.inventory.all();
