@@ -1,27 +1,38 @@
-//! The lab guest image, `localhost/brig-lab/guest`: the static userland plus `lab/guest/lab-agent`.
+//! The lab guest image, `localhost/brig-lab/guest`: the static userland, `lab-agent`, and a stand-in per profile binary.
+//!
+//! The stand-in names are read from `profiles/*.yaml` on every build, so a
+//! profile that gains a binary cannot meet an image that lacks it.
 
+use std::collections::BTreeSet;
 use std::path::Path;
 
-use anyhow::{Context, Result};
+use anyhow::{Context, Result, bail, ensure};
 use flate2::Compression;
+use serde::Deserialize;
 
 use super::oci::{self, Image, Layer, Node, Spec, Tree};
 use super::userland::{GUEST_PATH, Userland};
 
 pub const REPOSITORY: &str = "localhost/brig-lab/guest";
+const LAB_AGENT: &str = "usr/local/bin/lab-agent";
+/// Where stand-ins go: on PATH ahead of every directory busybox fills.
+const STAND_IN_DIR: &str = "usr/local/bin";
 
 /// Everything the lab guest adds to the userland; its digests depend on
 /// nothing else.
 #[derive(Debug)]
 pub struct LabGuest {
     pub lab_agent: Vec<u8>,
+    /// Every `binary:` named in the built-in profiles.
+    pub profile_binaries: BTreeSet<String>,
 }
 
 impl LabGuest {
     pub fn from_workspace(root: &Path) -> Result<Self> {
         let agent_path = root.join("lab/guest/lab-agent");
         let lab_agent = std::fs::read(&agent_path).with_context(|| format!("reading {}", agent_path.display()))?;
-        Ok(LabGuest { lab_agent })
+        let profile_binaries = profile_binaries(&root.join("profiles"))?;
+        Ok(LabGuest { lab_agent, profile_binaries })
     }
 
     pub fn tree<'a>(&'a self, userland: &'a Userland) -> Tree<'a> {
@@ -35,6 +46,13 @@ impl LabGuest {
         tree.insert("usr/local/bin/lab-agent".to_owned(), Node::file(0o755, &self.lab_agent[..]));
         tree.insert("etc/passwd".to_owned(), Node::file(0o644, PASSWD.as_bytes()));
         tree.insert("etc/group".to_owned(), Node::file(0o644, GROUP.as_bytes()));
+        // A name the userland already has (bash for the ubuntu profile) keeps
+        // its real program: a shell profile must get a shell.
+        for name in &self.profile_binaries {
+            if on_guest_path(&tree, name).is_none() {
+                tree.insert(format!("{STAND_IN_DIR}/{name}"), Node::link(format!("/{LAB_AGENT}")));
+            }
+        }
         oci::add_parents(&mut tree);
         tree
     }
@@ -53,6 +71,58 @@ impl LabGuest {
     }
 }
 
+/// The path (without the leading `/`) a shell finds for `name` in the
+/// tree, searching the guest's PATH in order as `execvp` does.
+pub fn on_guest_path<'t>(tree: &'t Tree<'_>, name: &str) -> Option<&'t str> {
+    GUEST_PATH.split(':').find_map(|dir| {
+        let (path, node) = tree.get_key_value(&format!("{}/{name}", dir.trim_start_matches('/')))?;
+        matches!(node, Node::File { .. } | Node::Link { .. }).then_some(path.as_str())
+    })
+}
+
+/// Only the field this module reads; the rest of a profile is brig's to
+/// validate.
+#[derive(Debug, Deserialize)]
+struct ProfileBinary {
+    binary: Option<String>,
+}
+
+/// The `binary:` of every `*.yaml` in `dir`. A profile file that does not
+/// parse, or a name that could not be a file in `/usr/local/bin`, stops the
+/// build rather than leave a profile without its stand-in.
+pub fn profile_binaries(dir: &Path) -> Result<BTreeSet<String>> {
+    let listing = std::fs::read_dir(dir).with_context(|| format!("listing {}", dir.display()))?;
+    let mut names = BTreeSet::new();
+    let mut files = 0;
+    for entry in listing {
+        let path = entry.with_context(|| format!("listing {}", dir.display()))?.path();
+        if path.extension().is_none_or(|ext| ext != "yaml") {
+            continue;
+        }
+        files += 1;
+        let text = std::fs::read_to_string(&path).with_context(|| format!("reading {}", path.display()))?;
+        let profile: ProfileBinary =
+            serde_saphyr::from_str(&text).with_context(|| format!("reading binary: from {}", path.display()))?;
+        if let Some(name) = profile.binary {
+            ensure!(is_plain_file_name(&name), "{}: binary {name:?} is not a plain file name", path.display());
+            names.insert(name);
+        }
+    }
+    if files == 0 {
+        bail!("no profiles (*.yaml) in {}", dir.display());
+    }
+    Ok(names)
+}
+
+/// Letters, digits and `._+-`, not starting with `.` or `-`: a name that is
+/// one path component and that no shell or argv parser reads as anything else.
+fn is_plain_file_name(name: &str) -> bool {
+    !name.is_empty()
+        && name.len() <= 255
+        && !name.starts_with(['.', '-'])
+        && name.bytes().all(|b| b.is_ascii_alphanumeric() || b"._+-".contains(&b))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -64,7 +134,103 @@ mod tests {
     use std::process::Command;
 
     fn fake_guest() -> LabGuest {
-        LabGuest { lab_agent: b"#!/bin/sh\necho agent\n".to_vec() }
+        let profile_binaries = ["claude", "cursor-agent", "bash", "sh"].map(str::to_owned).into();
+        LabGuest { lab_agent: b"#!/bin/sh\necho agent\n".to_vec(), profile_binaries }
+    }
+
+    /// Follows links from `path` (absolute link targets only, as the images
+    /// use) to the file that runs.
+    fn resolve<'t>(tree: &'t Tree<'_>, path: &str) -> (&'t str, &'t Node<'t>) {
+        let mut path = path.to_owned();
+        for _ in 0..8 {
+            let (key, node) = tree.get_key_value(&path).unwrap_or_else(|| panic!("{path} missing"));
+            match node {
+                Node::Link { target } => path = target.trim_start_matches('/').to_owned(),
+                _ => return (key.as_str(), node),
+            }
+        }
+        panic!("{path}: too many links");
+    }
+
+    #[test]
+    fn stand_ins_lead_to_lab_agent_and_real_programs_stay() {
+        let userland = fake_userland();
+        let guest = fake_guest();
+        let tree = guest.tree(&userland);
+        for (name, runs) in
+            [("claude", LAB_AGENT), ("cursor-agent", LAB_AGENT), ("bash", "bin/bash"), ("sh", "bin/busybox")]
+        {
+            let found = on_guest_path(&tree, name).unwrap_or_else(|| panic!("{name} not on the guest PATH"));
+            assert_eq!(resolve(&tree, found).0, runs, "{name}");
+        }
+        assert!(matches!(&tree["usr/local/bin/claude"], Node::Link { target } if target == "/usr/local/bin/lab-agent"));
+        assert!(!tree.contains_key("usr/local/bin/bash") && !tree.contains_key("usr/local/bin/sh"));
+        assert!(on_guest_path(&tree, "codex").is_none());
+    }
+
+    /// The real profiles/: every binary a built-in profile names must run in
+    /// the guest, as lab-agent unless the userland has the real program.
+    #[test]
+    fn every_profile_binary_runs_in_the_guest() {
+        let profiles = workspace_root().join("profiles");
+        let names = profile_binaries(&profiles).unwrap();
+        // A second, plain reading of the files: a parser that dropped a
+        // profile's binary would make the image lack it without a word.
+        let mut lines = BTreeSet::new();
+        for entry in std::fs::read_dir(&profiles).unwrap() {
+            let path = entry.unwrap().path();
+            if path.extension().is_some_and(|ext| ext == "yaml") {
+                let text = std::fs::read_to_string(&path).unwrap();
+                lines.extend(text.lines().filter_map(|l| l.strip_prefix("binary:")).map(|b| b.trim().to_owned()));
+            }
+        }
+        assert!(lines.len() >= 2, "profiles/ names fewer than two binaries: {lines:?}");
+        assert_eq!(names, lines);
+
+        let userland = fake_userland();
+        let guest = LabGuest { lab_agent: b"#!/bin/sh\n".to_vec(), profile_binaries: names.clone() };
+        let tree = guest.tree(&userland);
+        for name in &names {
+            let found = on_guest_path(&tree, name).unwrap_or_else(|| panic!("profile binary {name} not in the guest"));
+            let (file, node) = resolve(&tree, found);
+            assert!(matches!(node, Node::File { mode: 0o755, .. }), "{name} leads to {file}, not an executable");
+            if name != "bash" {
+                assert_eq!(file, LAB_AGENT, "{name}");
+            }
+        }
+    }
+
+    #[test]
+    fn profile_binaries_refuse_names_that_are_not_plain() {
+        let dir = std::env::temp_dir().join(format!("guest-profiles-test-{}", std::process::id()));
+        let write = |name: &str, text: &str| {
+            std::fs::create_dir_all(&dir).unwrap();
+            std::fs::write(dir.join(name), text).unwrap();
+        };
+        write("a.yaml", "name: a\nbinary: newagent\nvolumes:\n  - {kind: tmpfs, path: x}\n");
+        write("b.yaml", "name: b\nkind: shell\n");
+        write("README.md", "binary: not-a-profile\n");
+        let found = profile_binaries(&dir).unwrap();
+        assert_eq!(found, BTreeSet::from(["newagent".to_owned()]));
+
+        let mut refusals = Vec::new();
+        for bad in ["../../etc/passwd", "-rf", ".hidden", "two words", "a/b", "\"\""] {
+            write("c.yaml", &format!("binary: {bad}\n"));
+            refusals.push(format!("{:#}", profile_binaries(&dir).unwrap_err()));
+        }
+        write("c.yaml", "binary: [not, a, string]\n");
+        let unparsable = format!("{:#}", profile_binaries(&dir).unwrap_err());
+        std::fs::remove_dir_all(&dir).unwrap();
+        for (bad, message) in ["../../etc/passwd", "-rf", ".hidden", "two words", "a/b", ""].iter().zip(&refusals) {
+            assert!(message.ends_with(&format!("binary {bad:?} is not a plain file name")), "{message}");
+        }
+        assert!(unparsable.contains("reading binary: from") && unparsable.contains("c.yaml"), "{unparsable}");
+
+        let empty = std::env::temp_dir().join(format!("guest-profiles-empty-{}", std::process::id()));
+        std::fs::create_dir_all(&empty).unwrap();
+        let message = format!("{:#}", profile_binaries(&empty).unwrap_err());
+        std::fs::remove_dir_all(&empty).unwrap();
+        assert!(message.starts_with("no profiles (*.yaml) in"), "{message}");
     }
 
     #[test]
@@ -150,14 +316,14 @@ mod tests {
     }
 
     /// Runs the real `lab-agent` under the host's busybox, with only busybox
-    /// applets on PATH, as it runs in the guest.
-    #[test]
-    fn lab_agent_reports_tricky_arguments_as_json() {
+    /// applets on PATH, as it runs in the guest, through a link called
+    /// `name` as a stand-in is. `None` when busybox is absent.
+    fn run_lab_agent(name: &str, args: &[&str], env: &[(&str, &str)]) -> Option<std::process::Output> {
         if !Path::new(HOST_BUSYBOX).is_file() {
             eprintln!("{HOST_BUSYBOX} absent (busybox-static not installed); not run");
-            return;
+            return None;
         }
-        let bin = std::env::temp_dir().join(format!("lab-agent-test-{}", std::process::id()));
+        let bin = std::env::temp_dir().join(format!("lab-agent-test-{}-{name}", std::process::id()));
         std::fs::create_dir_all(&bin).unwrap();
         for applet in ["sh", "awk", "tr", "sed", "sort", "id", "dirname", "mkdir"] {
             let link = bin.join(applet);
@@ -165,30 +331,53 @@ mod tests {
                 std::os::unix::fs::symlink(HOST_BUSYBOX, link).unwrap();
             }
         }
-        let tricky =
-            ["plain", "two words", "q\"uote", "back\\slash", "nl\nand\ttab", "\u{1}\u{1b}\u{7f}", "", "-v", "x=1", "é"];
+        let agent = bin.join(name);
+        if !agent.exists() {
+            std::os::unix::fs::symlink(workspace_root().join("lab/guest/lab-agent"), &agent).unwrap();
+        }
         let out = Command::new(HOST_BUSYBOX)
             .arg("sh")
-            .arg(workspace_root().join("lab/guest/lab-agent"))
-            .args(tricky)
+            .arg(&agent)
+            .args(args)
             .env_clear()
             .env("PATH", &bin)
-            .env("HOME", "/nonexistent")
-            .env("LAB_SHOW_ENV", "SHOWN MISSING")
-            .env("SHOWN", "va\"l\nue")
-            .env("HIDDEN", "secret-value")
+            .envs(env.iter().copied())
             .output()
             .unwrap();
         std::fs::remove_dir_all(&bin).unwrap();
         assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+        Some(out)
+    }
+
+    #[test]
+    fn lab_agent_reports_tricky_arguments_as_json() {
+        let tricky =
+            ["plain", "two words", "q\"uote", "back\\slash", "nl\nand\ttab", "\u{1}\u{1b}\u{7f}", "", "-v", "x=1", "é"];
+        let env = [
+            ("HOME", "/nonexistent"),
+            ("LAB_SHOW_ENV", "SHOWN MISSING"),
+            ("SHOWN", "va\"l\nue"),
+            ("HIDDEN", "secret-value"),
+        ];
+        let Some(out) = run_lab_agent("lab-agent", &tricky, &env) else { return };
         let stdout = String::from_utf8(out.stdout).unwrap();
         assert!(!stdout.contains("secret-value"));
         let report: Value = serde_json::from_str(&stdout).unwrap();
+        assert_eq!(report["binary"], "lab-agent");
         assert_eq!(report["argv"], json!(tricky));
         assert_eq!(report["home"], "/nonexistent");
         assert_eq!(report["envNames"], json!(["HIDDEN", "HOME", "LAB_SHOW_ENV", "PATH", "SHOWN"]));
         assert_eq!(report["env"], json!({"SHOWN": "va\"l\nue", "MISSING": null}));
         assert!(report["uid"].is_u64() && report["gid"].is_u64());
         assert!(report["mounts"].is_array());
+    }
+
+    #[test]
+    fn a_stand_in_reports_the_name_it_was_run_as() {
+        for name in ["claude", "cursor-agent"] {
+            let Some(out) = run_lab_agent(name, &["-p", "hi"], &[]) else { return };
+            let report: Value = serde_json::from_slice(&out.stdout).unwrap();
+            assert_eq!((&report["binary"], &report["argv"]), (&json!(name), &json!(["-p", "hi"])));
+        }
     }
 }
