@@ -60,7 +60,7 @@ impl LabGuest {
     pub fn image(&self, userland: &Userland) -> Result<Image> {
         let spec = Spec {
             repository: REPOSITORY,
-            title: "brig lab guest",
+            title: "brig lab guest".to_owned(),
             created_by: "cargo xtask images",
             architecture: userland.architecture.clone(),
             env: vec![format!("PATH={GUEST_PATH}")],
@@ -138,18 +138,8 @@ mod tests {
         LabGuest { lab_agent: b"#!/bin/sh\necho agent\n".to_vec(), profile_binaries }
     }
 
-    /// Follows links from `path` (absolute link targets only, as the images
-    /// use) to the file that runs.
     fn resolve<'t>(tree: &'t Tree<'_>, path: &str) -> (&'t str, &'t Node<'t>) {
-        let mut path = path.to_owned();
-        for _ in 0..8 {
-            let (key, node) = tree.get_key_value(&path).unwrap_or_else(|| panic!("{path} missing"));
-            match node {
-                Node::Link { target } => path = target.trim_start_matches('/').to_owned(),
-                _ => return (key.as_str(), node),
-            }
-        }
-        panic!("{path}: too many links");
+        oci::resolve(tree, path).unwrap_or_else(|| panic!("{path} leads nowhere"))
     }
 
     #[test]

@@ -1,17 +1,23 @@
 //! `cargo xtask images`: builds the lab's guest images as OCI archives and loads them into each runtime.
 //!
 //! No registry is reachable from our machines, so every image is assembled
-//! here from the host's static busybox and bash plus what the image adds
-//! (`lab/guest/` for the lab guest). `oci` writes every byte with fixed
-//! metadata, so the same inputs always give the same digests and the tag is
-//! a hash of the content.
+//! here from the host's static busybox and bash plus what the image adds:
+//! `lab/guest/` for the lab guest; with `--claude-code`, also the real
+//! Claude Code from the npm registry on Debian's glibc. `oci` writes every
+//! byte with fixed metadata, so the same inputs always give the same digests
+//! and the tag is a hash of the content.
 
+mod claude_code;
+mod debian;
+mod elf;
 mod guest;
+mod npm;
 mod oci;
 mod userland;
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
+use std::time::Instant;
 
 use anyhow::{Context, Result, bail, ensure};
 use serde_json::Value;
@@ -21,15 +27,31 @@ use userland::Userland;
 
 const RUNTIMES: [&str; 2] = ["nerdctl", "podman"];
 
-const USAGE: &str = "usage: cargo xtask images [--out DIR] [--no-load]";
+const USAGE: &str = "usage: cargo xtask images [--claude-code] [--out DIR] [--no-load]\n\n\
+    Builds localhost/brig-lab/guest and loads it into nerdctl and podman.\n\
+    --claude-code  also build localhost/brig-lab/claude-code: the pinned Claude Code\n\
+    \x20              from the npm registry on Debian's glibc (downloads are cached\n\
+    \x20              under ~/.cache/brig-provision)\n\
+    --out DIR      where the archives go (default: target/lab-images)\n\
+    --no-load      write the archives only";
 
 pub fn run(args: &[String]) -> Result<()> {
     let opts = Options::parse(args)?;
     let userland = Userland::from_host()?;
-    let image = guest::LabGuest::from_workspace(&workspace_root())?.image(&userland)?;
     let out_dir = opts.out.clone().unwrap_or_else(default_out_dir);
     std::fs::create_dir_all(&out_dir).with_context(|| format!("creating {}", out_dir.display()))?;
-    emit(&opts, &out_dir, &image)
+
+    let guest = guest::LabGuest::from_workspace(&workspace_root())?.image(&userland)?;
+    emit(&opts, &out_dir, &guest)?;
+
+    if opts.claude_code {
+        let started = Instant::now();
+        let cache = crate::provision::cache_dir()?;
+        let image = claude_code::ClaudeCode::fetch(&cache)?.image(&userland, &cache)?;
+        emit(&opts, &out_dir, &image)?;
+        println!("claude-code image took {:.1}s", started.elapsed().as_secs_f64());
+    }
+    Ok(())
 }
 
 /// Writes the image's archive and loads it into every runtime on PATH.
@@ -53,11 +75,12 @@ fn emit(opts: &Options, out_dir: &Path, image: &Image) -> Result<()> {
 struct Options {
     out: Option<PathBuf>,
     load: bool,
+    claude_code: bool,
 }
 
 impl Options {
     fn parse(args: &[String]) -> Result<Self> {
-        let mut opts = Options { out: None, load: true };
+        let mut opts = Options { out: None, load: true, claude_code: false };
         let mut args = args.iter();
         while let Some(arg) = args.next() {
             match arg.as_str() {
@@ -66,6 +89,7 @@ impl Options {
                     opts.out = Some(PathBuf::from(dir));
                 }
                 "--no-load" => opts.load = false,
+                "--claude-code" => opts.claude_code = true,
                 "-h" | "--help" => {
                     println!("{USAGE}");
                     std::process::exit(0);

@@ -7,8 +7,9 @@
 use std::borrow::Cow;
 use std::collections::BTreeMap;
 use std::io::Write;
+use std::path::Path;
 
-use anyhow::Result;
+use anyhow::{Context, Result};
 use flate2::Compression;
 use flate2::write::GzEncoder;
 use serde_json::json;
@@ -39,6 +40,16 @@ impl<'a> Node<'a> {
     pub fn link(target: impl Into<Cow<'a, str>>) -> Self {
         Node::Link { target: target.into() }
     }
+
+    /// The same entry, borrowing its contents, so one unpacked package can
+    /// go into a tree without copying its files.
+    pub fn borrowed(&self) -> Node<'_> {
+        match self {
+            Node::Dir { mode, owner } => Node::Dir { mode: *mode, owner: *owner },
+            Node::File { mode, data } => Node::file(*mode, &data[..]),
+            Node::Link { target } => Node::link(&target[..]),
+        }
+    }
 }
 
 /// An image's filesystem, keyed by path without a leading `/`. A sorted map
@@ -55,6 +66,26 @@ pub fn add_parents(tree: &mut Tree<'_>) {
     for parent in parents {
         tree.entry(parent).or_insert(Node::dir(0o755));
     }
+}
+
+/// Follows links from `path` (no leading `/`) as the guest's kernel would,
+/// to the entry that is not a link and its path; `None` when a link leads
+/// nowhere or through more than 16 links. Directory links are not followed:
+/// the images built here have none.
+pub fn resolve<'t>(tree: &'t Tree<'_>, path: &str) -> Option<(&'t str, &'t Node<'t>)> {
+    let mut path = path.to_owned();
+    for _ in 0..16 {
+        let (key, node) = tree.get_key_value(&path)?;
+        let Node::Link { target } = node else { return Some((key.as_str(), node)) };
+        path = match target.strip_prefix('/') {
+            Some(absolute) => absolute.to_owned(),
+            None => match path.rsplit_once('/') {
+                Some((dir, _)) => format!("{dir}/{target}"),
+                None => target.to_string(),
+            },
+        };
+    }
+    None
 }
 
 /// A tar header with every field that could vary between builds pinned.
@@ -101,17 +132,54 @@ pub fn sha256_hex(data: &[u8]) -> String {
     Sha256::digest(data).iter().map(|b| format!("{b:02x}")).collect()
 }
 
-/// A layer's two digests: the manifest names the compressed blob, the
-/// config's `diff_ids` the uncompressed tar.
+/// A layer's blob and its digests: the manifest names the compressed blob,
+/// the config's `diff_ids` the uncompressed tar.
 #[derive(Debug)]
 pub struct Layer {
     pub diff_hex: String,
+    pub gz_hex: String,
     pub gz: Vec<u8>,
 }
 
 impl Layer {
     pub fn compress(tar: &[u8], level: Compression) -> Result<Self> {
-        Ok(Layer { diff_hex: sha256_hex(tar), gz: gzip(tar, level)? })
+        let gz = gzip(tar, level)?;
+        Ok(Layer { diff_hex: sha256_hex(tar), gz_hex: sha256_hex(&gz), gz })
+    }
+
+    /// As `compress`, but keeps the compressed layer in `dir` as
+    /// `<diff>.<level>.<blob digest>.gz`, for layers big enough that
+    /// compressing them again would be most of a rebuild. A cached blob is
+    /// used only while it still hashes to the digest in its name. `dir` holds
+    /// one image's layers: writing a new one removes the others. The second
+    /// value says whether the cache answered.
+    pub fn compress_cached(tar: &[u8], level: Compression, dir: &Path) -> Result<(Self, bool)> {
+        let diff_hex = sha256_hex(tar);
+        let prefix = format!("{diff_hex}.{}.", level.level());
+        let cached = std::fs::read_dir(dir).into_iter().flatten().flatten().find_map(|entry| {
+            let name = entry.file_name().into_string().ok()?;
+            let gz_hex = name.strip_prefix(&prefix)?.strip_suffix(".gz")?.to_owned();
+            let gz = std::fs::read(entry.path()).ok()?;
+            (sha256_hex(&gz) == gz_hex).then_some(Layer { diff_hex: diff_hex.clone(), gz_hex, gz })
+        });
+        if let Some(layer) = cached {
+            return Ok((layer, true));
+        }
+
+        let gz = gzip(tar, level)?;
+        let gz_hex = sha256_hex(&gz);
+        std::fs::create_dir_all(dir).with_context(|| format!("creating {}", dir.display()))?;
+        for entry in std::fs::read_dir(dir).with_context(|| format!("listing {}", dir.display()))? {
+            let old = entry?.path();
+            if old.extension().is_some_and(|ext| ext == "gz") {
+                std::fs::remove_file(&old).with_context(|| format!("removing {}", old.display()))?;
+            }
+        }
+        let path = dir.join(format!("{prefix}{gz_hex}.gz"));
+        let tmp = path.with_extension("gz.partial");
+        std::fs::write(&tmp, &gz).with_context(|| format!("writing {}", tmp.display()))?;
+        std::fs::rename(&tmp, &path).with_context(|| format!("renaming to {}", path.display()))?;
+        Ok((Layer { diff_hex, gz_hex, gz }, false))
     }
 }
 
@@ -120,7 +188,7 @@ impl Layer {
 pub struct Spec {
     /// `localhost/brig-lab/<name>`: never a name a registry could answer to.
     pub repository: &'static str,
-    pub title: &'static str,
+    pub title: String,
     /// The step that built it, recorded in the config's history.
     pub created_by: &'static str,
     /// OCI names (`amd64`, `arm64`, …) of the platform the binaries are for.
@@ -143,7 +211,7 @@ pub struct Image {
 
 impl Image {
     pub fn build(spec: &Spec, layer: &Layer) -> Result<Self> {
-        let layer_hex = sha256_hex(&layer.gz);
+        let layer_hex = &layer.gz_hex;
         let config = json!({
             "created": "1970-01-01T00:00:00Z",
             "architecture": spec.architecture,
@@ -303,7 +371,7 @@ pub mod tests {
     fn spec() -> Spec {
         Spec {
             repository: "localhost/brig-lab/test",
-            title: "a test image",
+            title: "a test image".to_owned(),
             created_by: "a unit test",
             architecture: "amd64".to_owned(),
             env: vec!["PATH=/bin".to_owned(), "HOME=/root".to_owned()],
@@ -351,6 +419,46 @@ pub mod tests {
         }
         assert!(matches!(tree["home/user"], Node::Dir { mode: 0o700, owner: 1000 }));
         assert!(matches!(tree["tmp"], Node::Dir { mode: 0o1777, owner: 0 }));
+    }
+
+    #[test]
+    fn a_cached_layer_is_reused_only_while_it_unpacks_to_the_layer() {
+        let dir = std::env::temp_dir().join(format!("oci-layer-cache-test-{}", std::process::id()));
+        let tar = layer_tar(&small_tree()).unwrap();
+        let (first, cached) = Layer::compress_cached(&tar, Compression::fast(), &dir).unwrap();
+        assert!(!cached);
+        let (again, cached) = Layer::compress_cached(&tar, Compression::fast(), &dir).unwrap();
+        assert!(cached);
+        assert_eq!((&again.diff_hex, &again.gz), (&first.diff_hex, &first.gz));
+
+        // A damaged blob is replaced, and a new layer evicts the old one.
+        let path = dir.join(format!("{}.1.{}.gz", first.diff_hex, first.gz_hex));
+        assert_eq!(first.gz_hex, sha256_hex(&first.gz));
+        std::fs::write(&path, b"not gzip").unwrap();
+        let (repaired, cached) = Layer::compress_cached(&tar, Compression::fast(), &dir).unwrap();
+        assert!(!cached);
+        assert_eq!(repaired.gz, first.gz);
+        let other = layer_tar(&Tree::new()).unwrap();
+        let other = Layer::compress_cached(&other, Compression::fast(), &dir).unwrap().0;
+        let left: Vec<String> =
+            std::fs::read_dir(&dir).unwrap().map(|e| e.unwrap().file_name().to_string_lossy().into_owned()).collect();
+        std::fs::remove_dir_all(&dir).unwrap();
+        assert_eq!(left, [format!("{}.1.{}.gz", other.diff_hex, other.gz_hex)]);
+    }
+
+    #[test]
+    fn links_are_followed_to_what_they_name() {
+        let mut tree = small_tree();
+        tree.insert("usr/bin/relative".to_owned(), Node::link("tool"));
+        tree.insert("bin/loop".to_owned(), Node::link("/bin/loop"));
+        tree.insert("bin/dangling".to_owned(), Node::link("/nowhere"));
+        for path in ["usr/bin/tool", "bin/sh", "usr/bin/relative"] {
+            assert!(matches!(resolve(&tree, path), Some(("usr/bin/tool", Node::File { .. }))), "{path}");
+        }
+        assert!(matches!(resolve(&tree, "home/user"), Some(("home/user", Node::Dir { .. }))));
+        for path in ["bin/loop", "bin/dangling", "absent"] {
+            assert!(resolve(&tree, path).is_none(), "{path}");
+        }
     }
 
     #[test]

@@ -5,8 +5,9 @@
 
 use std::process::Command;
 
-use anyhow::{Context, Result, bail, ensure};
+use anyhow::{Context, Result, ensure};
 
+use super::elf;
 use super::oci::{Node, Tree};
 
 /// Where a login shell and the image config look for programs.
@@ -74,43 +75,10 @@ fn read_static_binary(path: &str, package: &str) -> Result<Vec<u8>> {
     let bytes = std::fs::read(path).with_context(|| format!("reading {path} (install the {package} package)"))?;
     // A dynamic binary would need a loader and libraries the image may not have.
     ensure!(
-        !elf_has_interpreter(&bytes).with_context(|| format!("reading {path} as ELF"))?,
+        !elf::has_interpreter(&bytes).with_context(|| format!("reading {path} as ELF"))?,
         "{path} is dynamically linked; the guest image needs the static build from {package}"
     );
     Ok(bytes)
-}
-
-/// Whether an ELF file names a program interpreter, i.e. is dynamically linked.
-pub fn elf_has_interpreter(elf: &[u8]) -> Result<bool> {
-    const PT_INTERP: u32 = 3;
-    ensure!(elf.get(..4) == Some(b"\x7fELF"), "not an ELF file");
-    let wide = match elf.get(4) {
-        Some(1) => false,
-        Some(2) => true,
-        _ => bail!("unknown ELF class"),
-    };
-    let little = match elf.get(5) {
-        Some(1) => true,
-        Some(2) => false,
-        _ => bail!("unknown ELF byte order"),
-    };
-    let uint = |at: usize, len: usize| -> Result<u64> {
-        let raw = elf.get(at..at + len).context("truncated ELF header")?;
-        let fold = |acc: u64, b: &u8| (acc << 8) | u64::from(*b);
-        Ok(if little { raw.iter().rev().fold(0, fold) } else { raw.iter().fold(0, fold) })
-    };
-    let (phoff, phentsize, phnum) = if wide {
-        (uint(0x20, 8)?, uint(0x36, 2)?, uint(0x38, 2)?)
-    } else {
-        (uint(0x1c, 4)?, uint(0x2a, 2)?, uint(0x2c, 2)?)
-    };
-    for i in 0..phnum {
-        let at = usize::try_from(phoff + i * phentsize).context("ELF offset overflow")?;
-        if uint(at, 4)? == u64::from(PT_INTERP) {
-            return Ok(true);
-        }
-    }
-    Ok(false)
 }
 
 fn oci_architecture(rust_arch: &str) -> &str {
@@ -131,7 +99,7 @@ pub mod tests {
     pub fn fake_userland() -> Userland {
         Userland {
             busybox: b"not really busybox".to_vec(),
-            applets: ["bin/busybox", "bin/sh", "usr/bin/[", "sbin/ip", "usr/sbin/httpd", "bin/true"]
+            applets: ["bin/busybox", "bin/sh", "usr/bin/[", "sbin/ip", "usr/sbin/httpd", "bin/true", "bin/sleep"]
                 .map(str::to_owned)
                 .to_vec(),
             bash: b"not really bash".to_vec(),
@@ -152,22 +120,5 @@ pub mod tests {
             if String::from_utf8_lossy(data).contains(GUEST_PATH)));
         assert!(matches!(tree["root"], Node::Dir { mode: 0o700, owner: 0 }));
         assert!(matches!(tree["tmp"], Node::Dir { mode: 0o1777, owner: 0 }));
-    }
-
-    #[test]
-    fn elf_interpreter_is_detected() {
-        // A 64-bit little-endian header with one program header of the given type.
-        let elf = |p_type: u32| {
-            let mut bytes = vec![0u8; 0x40 + 0x38];
-            bytes[..6].copy_from_slice(b"\x7fELF\x02\x01");
-            bytes[0x20] = 0x40;
-            bytes[0x36] = 0x38;
-            bytes[0x38] = 1;
-            bytes[0x40..0x44].copy_from_slice(&p_type.to_le_bytes());
-            bytes
-        };
-        assert!(elf_has_interpreter(&elf(3)).unwrap());
-        assert!(!elf_has_interpreter(&elf(1)).unwrap());
-        assert!(elf_has_interpreter(b"#!/bin/sh\n").is_err());
     }
 }
