@@ -330,8 +330,9 @@ fn check_cni(report: &mut Report) {
 }
 
 /// `$XDG_CACHE_HOME/brig-provision`, else `~/.cache/brig-provision`: outside
-/// the repository so builds survive a fresh checkout.
-fn cache_dir() -> Result<PathBuf> {
+/// the repository so builds survive a fresh checkout. `cargo xtask images`
+/// keeps its downloads here too.
+pub(crate) fn cache_dir() -> Result<PathBuf> {
     let base = match std::env::var_os("XDG_CACHE_HOME").filter(|v| !v.is_empty()) {
         Some(x) if Path::new(&x).is_absolute() => PathBuf::from(x),
         _ => {
