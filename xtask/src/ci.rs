@@ -24,7 +24,7 @@ const STEPS: &[Step] = &[
     Step { what: "formatting", args: &["fmt", "--all", "--check"], env: &[] },
     Step { what: "lints", args: &["clippy", "--workspace", "--all-targets", "--", "-D", "warnings"], env: &[] },
     Step { what: "unit and integration tests", args: &["test", "--workspace"], env: &[("CI", "true")] },
-    Step { what: "lab guest image", args: &["xtask", "images"], env: &[] },
+    Step { what: "lab guest images", args: &["xtask", "images", "--claude-code"], env: &[] },
     Step { what: "the lab", args: &["xtask", "lab"], env: &[("LAB_REQUIRE", "nerdctl,podman,second-uid")] },
 ];
 

@@ -11,6 +11,7 @@ use std::process::Command;
 use anyhow::{Context, Result, bail};
 
 const LAB_IMAGE: &str = "localhost/brig-lab/guest:latest";
+const CLAUDE_CODE_IMAGE: &str = "localhost/brig-lab/claude-code:latest";
 const RUNTIMES: [&str; 2] = ["nerdctl", "podman"];
 
 pub fn run(args: &[String]) -> Result<()> {
@@ -25,10 +26,17 @@ pub fn run(args: &[String]) -> Result<()> {
     cargo(&root, &["build", "--quiet", "-p", "brig", "-p", "lab", "--bins"])
         .context("building brig and the lab runner")?;
 
-    let missing: Vec<&str> = wanted_runtimes().into_iter().filter(|rt| on_path(rt) && !has_image(rt)).collect();
+    // Both guest images: the agents family boots the real Claude Code too.
+    let missing: Vec<&str> = wanted_runtimes()
+        .into_iter()
+        .filter(|rt| on_path(rt) && !(has_image(rt, LAB_IMAGE) && has_image(rt, CLAUDE_CODE_IMAGE)))
+        .collect();
     if !missing.is_empty() {
-        eprintln!("==> lab: {LAB_IMAGE} missing in {}; running cargo xtask images", missing.join(", "));
-        cargo(&root, &["xtask", "images"]).context("building the lab guest image")?;
+        eprintln!(
+            "==> lab: a guest image is missing in {}; running cargo xtask images --claude-code",
+            missing.join(", ")
+        );
+        cargo(&root, &["xtask", "images", "--claude-code"]).context("building the lab guest images")?;
     }
 
     let bin_dir = target_dir(&root).join("debug");
@@ -88,9 +96,9 @@ fn on_path(name: &str) -> bool {
     std::env::var_os("PATH").is_some_and(|path| std::env::split_paths(&path).any(|dir| dir.join(name).is_file()))
 }
 
-fn has_image(runtime: &str) -> bool {
+fn has_image(runtime: &str, image: &str) -> bool {
     Command::new(runtime)
-        .args(["image", "inspect", LAB_IMAGE])
+        .args(["image", "inspect", image])
         .stdout(std::process::Stdio::null())
         .stderr(std::process::Stdio::null())
         .status()

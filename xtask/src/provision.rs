@@ -142,7 +142,13 @@ pub fn run(args: &[String]) -> Result<()> {
 
     let started = Instant::now();
     let installed = installed_packages();
-    let missing: Vec<&str> = PACKAGES.iter().copied().filter(|p| !installed.contains_key(*p)).collect();
+    let mut missing: Vec<&str> = PACKAGES.iter().copied().filter(|p| !installed.contains_key(*p)).collect();
+    // `npm pack` fetches the real Claude Code for its guest image. Any npm on
+    // PATH will do (a Node.js distribution's own included); Debian's only
+    // when there is none, so as not to fight an installed Node.js.
+    if find_in_path("npm").is_none() {
+        missing.push("npm");
+    }
 
     let root = is_root();
     let apt = find_in_path("apt-get").is_some() && Path::new("/etc/debian_version").exists();
