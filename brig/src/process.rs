@@ -122,6 +122,64 @@ impl Deadline {
     }
 }
 
+/// How an interactive command ended.
+#[derive(Debug)]
+pub struct Interactive {
+    pub status: ExitStatus,
+    /// The end of what it wrote to stderr.
+    pub stderr_tail: String,
+    /// stderr it wrote in its first moments and that was not printed,
+    /// because it ended before they were over.
+    pub held: Vec<u8>,
+}
+
+/// Copy a child's stderr to ours, keeping its tail, and holding back what
+/// arrives within `hold` of the start until that time is over. Returns the
+/// tail and whatever is still held when the pipe closes.
+fn relay_stderr(mut pipe: std::process::ChildStderr, hold: Duration) -> (Vec<u8>, Vec<u8>) {
+    use std::io::Write;
+    let started = Instant::now();
+    let mut tail: Vec<u8> = Vec::new();
+    let mut held: Vec<u8> = Vec::new();
+    let mut holding = !hold.is_zero();
+    let mut buf = [0u8; 4096];
+    loop {
+        if holding {
+            let left = hold.saturating_sub(started.elapsed());
+            let ready = if left.is_zero() {
+                0
+            } else {
+                let timeout = rustix::event::Timespec {
+                    tv_sec: left.as_secs().try_into().unwrap_or(i64::MAX),
+                    tv_nsec: left.subsec_nanos().into(),
+                };
+                let mut fds = [rustix::event::PollFd::new(&pipe, rustix::event::PollFlags::IN)];
+                rustix::event::poll(&mut fds, Some(&timeout)).unwrap_or(1)
+            };
+            if ready == 0 {
+                let _ = std::io::stderr().write_all(&held);
+                held.clear();
+                holding = false;
+                continue;
+            }
+        }
+        let n = match pipe.read(&mut buf) {
+            Ok(0) | Err(_) => break,
+            Ok(n) => n,
+        };
+        if holding {
+            held.extend_from_slice(&buf[..n]);
+        } else {
+            let _ = std::io::stderr().write_all(&buf[..n]);
+        }
+        tail.extend_from_slice(&buf[..n]);
+        if tail.len() > 8192 {
+            tail.drain(..tail.len() - 4096);
+        }
+    }
+    (tail, held)
+}
+
 /// Captured output of a command that exited 0.
 #[derive(Debug, Clone)]
 pub struct Output {
@@ -281,28 +339,23 @@ impl Command {
     /// so that its last lines can be read afterwards (some runtimes report
     /// the guest command's real exit status only there).
     pub fn interactive_keep_stderr(&self) -> Result<(ExitStatus, String), Error> {
+        self.interactive_holding_stderr(Duration::ZERO).map(|run| (run.status, run.stderr_tail))
+    }
+
+    /// Like [`Command::interactive_keep_stderr`], but what the child writes
+    /// to stderr in its first `hold` is kept back. If the child ends within
+    /// that time, the caller gets those bytes unprinted, and decides: a
+    /// runtime that refused the exec before any guest command ran is
+    /// retried, and its refusal need not be shown. Otherwise they are
+    /// printed when `hold` ends, and stderr streams from then on.
+    pub fn interactive_holding_stderr(&self, hold: Duration) -> Result<Interactive, Error> {
         tracing::debug!("running {}", self.display());
         let mut child = self.std().stderr(Stdio::piped()).spawn().map_err(|source| self.spawn_error(source))?;
-        let mut pipe = child.stderr.take().expect("stderr is piped");
-        let relay = std::thread::spawn(move || {
-            use std::io::Write;
-            let mut tail: Vec<u8> = Vec::new();
-            let mut buf = [0u8; 4096];
-            while let Ok(n) = pipe.read(&mut buf) {
-                if n == 0 {
-                    break;
-                }
-                let _ = std::io::stderr().write_all(&buf[..n]);
-                tail.extend_from_slice(&buf[..n]);
-                if tail.len() > 8192 {
-                    tail.drain(..tail.len() - 4096);
-                }
-            }
-            String::from_utf8_lossy(&tail).into_owned()
-        });
+        let pipe = child.stderr.take().expect("stderr is piped");
+        let relay = std::thread::spawn(move || relay_stderr(pipe, hold));
         let status = child.wait().map_err(|source| self.spawn_error(source))?;
-        let tail = relay.join().unwrap_or_default();
-        Ok((status, tail))
+        let (tail, held) = relay.join().unwrap_or_default();
+        Ok(Interactive { status, stderr_tail: String::from_utf8_lossy(&tail).into_owned(), held })
     }
 
     /// Start the command with stdout piped to the caller and stderr inherited,

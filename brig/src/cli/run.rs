@@ -19,7 +19,7 @@ use crate::json::Envelope;
 use crate::profile::Registry;
 use std::io::IsTerminal;
 
-use crate::engine::{Engine, ProjectChoice, Prompts, Request};
+use crate::engine::{Action, Engine, Ensured, ProjectChoice, Prompts, Request};
 use crate::profile::{Kind as ProfileKind, Profile};
 use crate::runtime::ExecSpec;
 use crate::session::Session;
@@ -282,7 +282,16 @@ impl Launch<'_> {
             network,
             skills: self.options.skills,
         };
-        let ensured = engine.ensure(&request)?;
+        // A command in a sandbox brig left running needs no runtime call
+        // before the exec: the exec itself proves the sandbox runs, and the
+        // full path takes over when the runtime says it does not. `-d` has
+        // no exec to prove it, and `--skills` writes into the home.
+        let stdin = StdinKind::of_ours();
+        // An exec the runtime refuses may already have read from a pipe or a
+        // file on stdin, which a second exec could not read again: only a
+        // terminal or /dev/null lets the exec go first.
+        let assume = !self.detach && !request.skills && stdin != StdinKind::Data;
+        let ensured = if assume { engine.ensure_assuming(&request)? } else { engine.ensure(&request)? };
         if self.detach {
             if ctx.json {
                 RunReport { reference: session.typed(), sandbox: Some(session.sandbox()), stage: "detached", exit: 0 }
@@ -294,29 +303,100 @@ impl Launch<'_> {
         }
         let argv = agent_argv(self.verb, &profile, &session, self.line)?;
         let terminal = std::io::stdin().is_terminal() && std::io::stdout().is_terminal();
-        let spec = ExecSpec {
-            argv,
+        let env = engine.exec_env(&profile)?;
+        let spec = |ensured: &Ensured| ExecSpec {
+            argv: argv.clone(),
             workdir: Some(ensured.workdir(&profile)),
-            env: engine.exec_env(&profile)?,
+            env: env.clone(),
             tty: terminal && !ctx.json,
-            interactive: true,
+            // Nothing to read: no `-i`, so the command sees end of input at
+            // once (nerdctl's `-i` never passes on an end of input that came
+            // before the exec started).
+            interactive: stdin != StdinKind::Null,
         };
-        let command = ensured.runtime.exec(session.sandbox(), &spec);
-        if ctx.json || ensured.runtime.status_only_on_stderr() {
+        let agent = Agent { ctx, session: &session };
+        if ensured.assumed {
+            let command = ensured.runtime.exec(session.sandbox(), &spec(&ensured));
+            let run = command.interactive_holding_stderr(REFUSAL_WINDOW).map_err(crate::runtime::Error::from)?;
+            let status = run.status.code().unwrap_or(1);
+            if ensured.runtime.exec_refused(status, &run.stderr_tail) {
+                // Not running after all (stopped, removed, the host
+                // rebooted): the full path decides, and the command runs
+                // once it did something. A guest that merely printed the
+                // runtime's words finds its sandbox running, and its own
+                // failure stands.
+                let fresh = engine.ensure(&request)?;
+                if fresh.action != Action::Reuse {
+                    return agent.exec(fresh.runtime.as_ref(), fresh.runtime.exec(session.sandbox(), &spec(&fresh)));
+                }
+            }
+            let _ = std::io::Write::write_all(&mut std::io::stderr(), &run.held);
+            return agent.finish(ensured.runtime.as_ref(), status, &run.stderr_tail);
+        }
+        agent.exec(ensured.runtime.as_ref(), ensured.runtime.exec(session.sandbox(), &spec(&ensured)))
+    }
+}
+
+/// What brig's own stdin is, for how an exec may use it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum StdinKind {
+    Terminal,
+    /// `/dev/null` or closed: nothing to read.
+    Null,
+    /// A pipe, a file, a socket: bytes that can be read once.
+    Data,
+}
+
+impl StdinKind {
+    fn of_ours() -> StdinKind {
+        let stdin = std::io::stdin();
+        if stdin.is_terminal() {
+            return StdinKind::Terminal;
+        }
+        match rustix::fs::fstat(&stdin) {
+            Err(_) => StdinKind::Null,
+            Ok(st) => {
+                let null = rustix::fs::FileType::from_raw_mode(st.st_mode) == rustix::fs::FileType::CharacterDevice
+                    && rustix::fs::major(st.st_rdev) == 1
+                    && rustix::fs::minor(st.st_rdev) == 3;
+                if null { StdinKind::Null } else { StdinKind::Data }
+            }
+        }
+    }
+}
+
+/// How long the stderr of an exec into an assumed-running sandbox is held
+/// back: a runtime refuses an exec into a stopped or missing sandbox well
+/// within it, and that refusal is not shown when brig recovers from it.
+const REFUSAL_WINDOW: std::time::Duration = std::time::Duration::from_millis(300);
+
+/// The agent's (or command's) exec, and how its end is reported.
+struct Agent<'a> {
+    ctx: &'a Context,
+    session: &'a Session,
+}
+
+impl Agent<'_> {
+    fn exec(&self, runtime: &dyn crate::runtime::Runtime, command: crate::process::Command) -> Result<Outcome, Error> {
+        if self.ctx.json || runtime.status_only_on_stderr() {
             // brig stays the parent: to report under --json, or because the
             // runtime names the agent's real exit status only on its stderr.
             let (status, stderr_tail) = command.interactive_keep_stderr().map_err(crate::runtime::Error::from)?;
-            let code = ensured.runtime.exec_status(status.code().unwrap_or(1), &stderr_tail);
-            let exit = u8::try_from(code.clamp(0, 255)).unwrap_or(1);
-            if ctx.json {
-                RunReport { reference: session.typed(), sandbox: Some(session.sandbox()), stage: "agent", exit }
-                    .print()?;
-            }
-            return Ok(Outcome::Agent(exit));
+            return self.finish(runtime, status.code().unwrap_or(1), &stderr_tail);
         }
         // Hand the terminal to the runtime: brig's process becomes the
         // runtime's exec, so signals and the exit status are the agent's.
         Err(crate::runtime::Error::from(command.exec_replace()).into())
+    }
+
+    fn finish(&self, runtime: &dyn crate::runtime::Runtime, status: i32, stderr_tail: &str) -> Result<Outcome, Error> {
+        let code = runtime.exec_status(status, stderr_tail);
+        let exit = u8::try_from(code.clamp(0, 255)).unwrap_or(1);
+        if self.ctx.json {
+            RunReport { reference: self.session.typed(), sandbox: Some(self.session.sandbox()), stage: "agent", exit }
+                .print()?;
+        }
+        Ok(Outcome::Agent(exit))
     }
 }
 

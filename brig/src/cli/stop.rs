@@ -23,7 +23,8 @@ pub fn run(args: StopArgs, ctx: &Context) -> Result<Code, Error> {
     let (session, profile) = engine.session(&args.reference, args.name.as_deref())?;
     let runtime = engine.open_runtime_for_listing(Some(&profile))?;
     // Stopping what is not running is success: the user's intent holds.
-    if engine.stop(runtime.as_ref(), session.sandbox())?.1 && !ctx.quiet {
+    engine.stop(runtime.as_ref(), session.sandbox())?;
+    if !ctx.quiet {
         print(format!("stopped {}\n", session.sandbox()))?;
     }
     Ok(Code::Success)

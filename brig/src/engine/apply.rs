@@ -29,6 +29,10 @@ pub struct Ensured {
     pub network: Network,
     /// Whether this request booted the sandbox (as opposed to finding it running).
     pub booted: bool,
+    /// What was done to the sandbox. `Reuse` with `assumed` set means no
+    /// runtime was asked: see [`Engine::ensure_assuming`].
+    pub action: Action,
+    pub assumed: bool,
 }
 
 impl Ensured {
@@ -46,15 +50,16 @@ impl Engine<'_> {
     pub fn apply(&mut self, plan: Ready) -> Result<Ensured, Error> {
         let sandbox = plan.session.sandbox().to_owned();
         if plan.isolation == Isolation::Container {
-            let via = plan.runtime.shim().map_or_else(|| plan.runtime.kind().to_string(), str::to_owned);
-            self.warnings.push(format!(
-                "this sandbox is a container on the host's shared kernel ({via}), not a microVM; accepted because BRIG_ALLOW_CONTAINER_ISOLATION is set"
-            ));
+            self.warn_container(plan.runtime.as_ref());
         }
-        let _lock = SandboxLock::take(&self.state_dir, &sandbox)?;
-        // What the plan saw may have changed while this process waited.
-        let record = Index::load(&self.state_dir)?.get(&sandbox).cloned();
-        let existing = plan.runtime.lookup(&sandbox)?;
+        let mut lock = SandboxLock::take(&self.state_dir, &sandbox)?;
+        // What the plan saw may have changed while this process waited: then
+        // the record and the runtime are read again.
+        let (record, existing) = if lock.generation() == plan.generation && !plan.assumed {
+            (plan.record.clone(), plan.existing.clone())
+        } else {
+            (Index::load(&self.state_dir)?.get(&sandbox).cloned(), plan.runtime.lookup(&sandbox)?)
+        };
         let mut home = plan.home.clone();
         if let Some(found) = &existing
             && !found.listed.labels.contains_key(crate::runtime::adapter::label::HOME)
@@ -65,6 +70,9 @@ impl Engine<'_> {
         let step = action(existing.as_ref(), record.as_ref(), plan.project.as_deref());
         let runtime = plan.runtime.as_ref();
         let mut booted = false;
+        if step != Action::Reuse {
+            lock.bump()?;
+        }
         match &step {
             Action::Reuse => {}
             Action::Start => match runtime.start(&sandbox) {
@@ -112,13 +120,23 @@ impl Engine<'_> {
             entry.network = Some(network.to_string());
             entry.recreating = false;
             entry.runtime = Some(plan.runtime.kind().to_string());
+            entry.isolation = Some(plan.isolation.to_string());
             if booted {
                 entry.image = Some(plan.resolved.image.clone());
                 entry.emptied_home = false;
             }
             index.insert(sandbox.clone(), entry);
         })?;
-        Ok(Ensured { runtime: plan.runtime, isolation: plan.isolation, home, project: plan.project, network, booted })
+        Ok(Ensured {
+            runtime: plan.runtime,
+            isolation: plan.isolation,
+            home,
+            project: plan.project,
+            network,
+            booted,
+            action: step,
+            assumed: false,
+        })
     }
 
     /// Remove the sandbox to boot it again with another project. The record

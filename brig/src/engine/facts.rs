@@ -45,6 +45,18 @@ impl Facts {
         }
     }
 
+    /// What the session index recorded at the sandbox's last boot.
+    pub fn from_record(record: &Record) -> Facts {
+        Facts {
+            session: Some((record.agent.clone(), record.label.clone())),
+            home: Some(record.home.clone()),
+            home_created: Some(record.home_created_by_brig),
+            project: record.project.clone(),
+            network: record.network.clone(),
+            isolation: record.isolation.clone(),
+        }
+    }
+
     /// `agent[@label]`, the ref every verb accepts, when one can be told.
     pub fn reference(&self) -> Option<String> {
         self.session.as_ref().map(|(agent, label)| reference::canonical_ref(agent, label.as_deref()))
@@ -81,6 +93,7 @@ mod tests {
             emptied_home: false,
             recreating: false,
             runtime: None,
+            isolation: None,
         }
     }
 

@@ -17,9 +17,20 @@ use rustix::fs::{FlockOperation, Mode, OFlags};
 use crate::session::{self, home::HOME_MODE, walk};
 
 /// Held while a sandbox changes; released on drop.
+///
+/// The lock file holds a generation number that every holder which changed
+/// the sandbox raises. A plan reads it before it asks the runtime about the
+/// sandbox; when apply then finds it unchanged under the lock, no brig has
+/// touched the sandbox in between and the plan's answer still stands, so
+/// the runtime is not asked twice. A holder raises it when its change
+/// begins and again when it lets go, so a plan that looked while a change
+/// was under way never matches.
 #[derive(Debug)]
 pub struct SandboxLock {
-    _fd: OwnedFd,
+    fd: OwnedFd,
+    generation: u64,
+    changed: bool,
+    shown: PathBuf,
 }
 
 /// `<state>/locks/<sandbox>.lock`.
@@ -47,8 +58,58 @@ impl SandboxLock {
             return Err(session::Error::io("lock", &shown, std::io::Error::other("not a regular file")));
         }
         rustix::fs::flock(&fd, FlockOperation::LockExclusive).map_err(|e| session::Error::io("lock", &shown, e))?;
-        Ok(SandboxLock { _fd: fd })
+        let generation = read_generation(&fd);
+        Ok(SandboxLock { fd, generation, changed: false, shown })
     }
+
+    /// The generation the last change left.
+    pub fn generation(&self) -> u64 {
+        self.generation
+    }
+
+    /// Record that this holder is changing the sandbox (raised once more
+    /// when the lock is let go).
+    pub fn bump(&mut self) -> Result<(), session::Error> {
+        self.changed = true;
+        self.write_next()
+    }
+
+    fn write_next(&mut self) -> Result<(), session::Error> {
+        self.generation += 1;
+        let text = self.generation.to_string();
+        rustix::fs::ftruncate(&self.fd, 0).map_err(|e| session::Error::io("write", &self.shown, e))?;
+        rustix::io::pwrite(&self.fd, text.as_bytes(), 0).map_err(|e| session::Error::io("write", &self.shown, e))?;
+        Ok(())
+    }
+}
+
+impl Drop for SandboxLock {
+    fn drop(&mut self) {
+        if self.changed {
+            // Nothing to report to: the next plan simply finds a generation
+            // it did not see, or, if this write failed, asks the runtime
+            // because the start of the change was recorded.
+            let _ = self.write_next();
+        }
+    }
+}
+
+/// The generation of `sandbox` as it is now, read without the lock: 0 when
+/// no lock file exists (or it cannot be read as one).
+pub fn generation(state_dir: &Path, sandbox: &str) -> u64 {
+    let flags = OFlags::RDONLY | OFlags::NOFOLLOW | OFlags::CLOEXEC | OFlags::NONBLOCK;
+    match rustix::fs::open(path(state_dir, sandbox), flags, Mode::empty()) {
+        Ok(fd) => read_generation(&fd),
+        Err(_) => 0,
+    }
+}
+
+fn read_generation(fd: &OwnedFd) -> u64 {
+    let regular = rustix::fs::fstat(fd)
+        .is_ok_and(|st| rustix::fs::FileType::from_raw_mode(st.st_mode) == rustix::fs::FileType::RegularFile);
+    let mut buf = [0u8; 20];
+    let n = if regular { rustix::io::pread(fd, &mut buf, 0).unwrap_or(0) } else { 0 };
+    std::str::from_utf8(&buf[..n]).ok().and_then(|t| t.trim().parse().ok()).unwrap_or(0)
 }
 
 #[cfg(test)]
@@ -79,6 +140,22 @@ mod tests {
             .collect();
         threads.into_iter().for_each(|t| t.join().unwrap());
         assert_eq!(most.load(Ordering::SeqCst), 1, "two holders of one sandbox's lock at once");
+    }
+
+    #[test]
+    fn a_change_raises_the_generation() {
+        let state = tempfile::tempdir().unwrap();
+        assert_eq!(generation(state.path(), "brig-a"), 0);
+        let mut lock = SandboxLock::take(state.path(), "brig-a").unwrap();
+        assert_eq!(lock.generation(), 0);
+        lock.bump().unwrap();
+        assert_eq!(generation(state.path(), "brig-a"), 1, "raised when the change begins");
+        drop(lock);
+        assert_eq!(generation(state.path(), "brig-a"), 2, "and again when it ends");
+        let unchanged = SandboxLock::take(state.path(), "brig-a").unwrap();
+        assert_eq!(unchanged.generation(), 2);
+        drop(unchanged);
+        assert_eq!(generation(state.path(), "brig-a"), 2, "a holder that changed nothing leaves it");
     }
 
     #[test]

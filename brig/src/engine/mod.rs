@@ -122,10 +122,45 @@ impl<'a> Engine<'a> {
         Ok(runtime::open(&resolved, self.env, hypervisor)?)
     }
 
-    /// The plan a request would follow, made ready, or its refusal.
+    /// Make the session's sandbox run: plan, then apply, or the refusal.
     pub fn ensure(&mut self, req: &Request) -> Result<Ensured, crate::Error> {
         let plan = self.plan(req).ready()?;
         self.apply(plan)
+    }
+
+    /// Like [`Engine::ensure`], but a sandbox the session index says brig
+    /// left running is taken as running without asking the runtime
+    /// ([`Engine::plan_assuming`]); the result says so in `assumed`. Only
+    /// for a caller that execs into the sandbox next and falls back to
+    /// `ensure` when the runtime says it is not running.
+    pub fn ensure_assuming(&mut self, req: &Request) -> Result<Ensured, crate::Error> {
+        let plan = self.plan_assuming(req).ready()?;
+        if !(plan.assumed && plan.action == Action::Reuse) {
+            return self.apply(plan);
+        }
+        if plan.isolation == Isolation::Container {
+            self.warn_container(plan.runtime.as_ref());
+        }
+        let network =
+            plan.record.as_ref().and_then(|r| r.network.as_deref()).and_then(crate::settings::Enumerated::parse);
+        Ok(Ensured {
+            network: network.unwrap_or(plan.resolved.network),
+            runtime: plan.runtime,
+            isolation: plan.isolation,
+            home: plan.home,
+            project: plan.project,
+            booted: false,
+            action: Action::Reuse,
+            assumed: true,
+        })
+    }
+
+    /// Every accepted run on a plain-container runtime says so.
+    pub fn warn_container(&mut self, runtime: &dyn Runtime) {
+        let via = runtime.shim().map_or_else(|| runtime.kind().to_string(), str::to_owned);
+        self.warnings.push(format!(
+            "this sandbox is a container on the host's shared kernel ({via}), not a microVM; accepted because BRIG_ALLOW_CONTAINER_ISOLATION is set"
+        ));
     }
 
     /// Apply the isolation rule to a sandbox that exists (its label says what

@@ -166,6 +166,11 @@ pub struct Plan {
     pub action: Option<Action>,
     pub mounts: Vec<PlannedMount>,
     pub refused: Option<Error>,
+    /// `existing` was read from the session index, not from the runtime:
+    /// see [`Engine::plan_assuming`].
+    pub assumed: bool,
+    /// The sandbox's lock generation when the plan looked ([`super::lock`]).
+    pub generation: u64,
 }
 
 /// A plan that was not refused: every field decided.
@@ -180,6 +185,10 @@ pub struct Ready {
     pub runtime: Box<dyn Runtime>,
     pub isolation: Isolation,
     pub mounts: Vec<PlannedMount>,
+    pub action: Action,
+    pub assumed: bool,
+    pub existing: Option<Found>,
+    pub generation: u64,
 }
 
 impl Plan {
@@ -199,6 +208,10 @@ impl Plan {
             project: self.project,
             record: self.record,
             mounts: self.mounts,
+            action: self.action.ok_or_else(missing)?,
+            assumed: self.assumed,
+            existing: self.existing,
+            generation: self.generation,
         })
     }
 }
@@ -207,6 +220,21 @@ impl Engine<'_> {
     /// Decide everything about `req`. Touches nothing: no directory is
     /// created, no secret store opened, nothing booted.
     pub fn plan(&mut self, req: &Request) -> Plan {
+        self.plan_with(req, false)
+    }
+
+    /// A plan that takes the session index's word for a sandbox brig left
+    /// running, instead of asking the runtime, when the index records it
+    /// booted on this runtime with this home and project. The runtime call
+    /// is most of what a command in a running sandbox costs; the caller
+    /// proves the assumption by the exec itself, and falls back to
+    /// [`Engine::ensure`] when the runtime answers that the sandbox is not
+    /// running. Nothing is ever booted, started or removed on an assumption.
+    pub fn plan_assuming(&mut self, req: &Request) -> Plan {
+        self.plan_with(req, true)
+    }
+
+    fn plan_with(&mut self, req: &Request, assume: bool) -> Plan {
         let mut plan = Plan {
             session: req.session.clone(),
             profile: req.profile.clone(),
@@ -222,8 +250,10 @@ impl Engine<'_> {
             action: None,
             mounts: Vec::new(),
             refused: None,
+            assumed: false,
+            generation: 0,
         };
-        if let Err(err) = self.decide(req, &mut plan) {
+        if let Err(err) = self.decide(req, &mut plan, assume) {
             plan.refused = Some(err);
         }
         plan
@@ -233,9 +263,12 @@ impl Engine<'_> {
     /// settings (2), the profile's platform (1), home and project (1),
     /// credentials (6), runtime and shim (4), isolation (7), the sandbox's
     /// state (1 when the runtime cannot say).
-    fn decide(&mut self, req: &Request, plan: &mut Plan) -> Result<(), Error> {
+    fn decide(&mut self, req: &Request, plan: &mut Plan, assume: bool) -> Result<(), Error> {
         let sandbox = req.session.sandbox();
         check_sandbox_name(sandbox)?;
+        // Read before the record and the runtime, so that apply can tell
+        // whether either may have changed since.
+        plan.generation = super::lock::generation(&self.state_dir, sandbox);
         let record = Index::load(&self.state_dir)?.get(sandbox).cloned();
         plan.record = record.clone();
         let recorded_network = record.as_ref().and_then(|r| r.network.as_deref()).and_then(Network::parse);
@@ -265,8 +298,13 @@ impl Engine<'_> {
         let runtime = self.open_runtime(&req.profile)?;
         plan.shim = runtime.shim().map(str::to_owned);
         runtime.check_shim()?;
-        let existing = runtime.lookup(sandbox);
-        let existing = match existing {
+        let recorded = if assume { assumed_running(record.as_ref(), runtime.kind(), &home, sandbox) } else { None };
+        plan.assumed = recorded.is_some();
+        let looked = match recorded {
+            Some(found) => Ok(Some(found)),
+            None => runtime.lookup(sandbox),
+        };
+        let existing = match looked {
             Ok(found) => found,
             Err(err) => {
                 plan.runtime = Some(runtime);
@@ -363,6 +401,41 @@ impl Engine<'_> {
             },
         }
     }
+}
+
+/// The sandbox as the session index says brig left it: running, on
+/// `runtime`, with the home, project, network and isolation recorded at
+/// its boot. `None` unless the record is complete and names this runtime
+/// and home.
+fn assumed_running(
+    record: Option<&Record>,
+    runtime: crate::runtime::Kind,
+    home: &GuestHome,
+    sandbox: &str,
+) -> Option<Found> {
+    use crate::runtime::adapter::label;
+    let r = record?;
+    let usable =
+        r.runtime.as_deref() == Some(runtime.binary_name()) && r.home == home.path && !r.recreating && !r.emptied_home;
+    let (network, isolation) = (r.network.as_ref()?, r.isolation.as_ref()?);
+    if !usable {
+        return None;
+    }
+    let labels = [
+        (label::AGENT, r.agent.clone()),
+        (label::LABEL, r.label.clone().unwrap_or_default()),
+        (label::HOME, r.home.display().to_string()),
+        (label::HOME_CREATED, r.home_created_by_brig.to_string()),
+        (label::PROJECT, r.project.as_ref().map(|p| p.display().to_string()).unwrap_or_default()),
+        (label::NETWORK, network.clone()),
+        (label::ISOLATION, isolation.clone()),
+    ];
+    let listed = crate::runtime::Listed {
+        name: sandbox.to_owned(),
+        state: State::Running,
+        labels: labels.into_iter().map(|(k, v)| (k.to_owned(), v)).collect(),
+    };
+    Some(Found { listed, mounts: Vec::new() })
 }
 
 /// What to do with the sandbox as it is now. Pure, so that apply can decide

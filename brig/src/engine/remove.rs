@@ -12,7 +12,7 @@ use std::path::PathBuf;
 use super::lock::SandboxLock;
 use super::{Engine, Facts, boot};
 use crate::Error;
-use crate::runtime::{self, Listed, Runtime, State};
+use crate::runtime::{self, Runtime};
 use crate::session::{Index, home};
 
 /// What a removal did (or, on a dry run, would do).
@@ -42,29 +42,35 @@ impl Removed {
 }
 
 impl Engine<'_> {
-    /// Stop a sandbox; stopping one that is not running succeeds. Returns
-    /// the sandbox as it was found, and whether it was running.
-    pub fn stop(&mut self, runtime: &dyn Runtime, sandbox: &str) -> Result<(Listed, bool), Error> {
-        let _lock = SandboxLock::take(&self.state_dir, sandbox)?;
-        let found =
-            runtime.lookup(sandbox)?.ok_or_else(|| runtime::Error::NoSuchSandbox { name: sandbox.to_owned() })?;
-        let running = found.listed.state == State::Running;
-        if running {
-            runtime.stop(sandbox)?;
-        }
-        Ok((found.listed, running))
+    /// Stop a sandbox; stopping one that is not running succeeds, and one
+    /// that does not exist is [`runtime::Error::NoSuchSandbox`]. The
+    /// runtime's own `stop` says both, so nothing is asked first.
+    pub fn stop(&mut self, runtime: &dyn Runtime, sandbox: &str) -> Result<(), Error> {
+        let mut lock = SandboxLock::take(&self.state_dir, sandbox)?;
+        lock.bump()?;
+        runtime.stop(sandbox)?;
+        Ok(())
     }
 
     /// Stop and remove one sandbox and its own network, delete its home if
     /// brig created it, and drop its record (keeping a marker when the home
     /// was emptied, so the next run says it starts from an empty home).
     pub fn remove(&mut self, runtime: &dyn Runtime, sandbox: &str, dry_run: bool) -> Result<Removed, Error> {
-        let _lock = SandboxLock::take(&self.state_dir, sandbox)?;
-        let found =
-            runtime.lookup(sandbox)?.ok_or_else(|| runtime::Error::NoSuchSandbox { name: sandbox.to_owned() })?;
+        let mut lock = SandboxLock::take(&self.state_dir, sandbox)?;
         let state_dir = self.state_dir.clone();
         let record = Index::load(&state_dir)?.get(sandbox).cloned();
-        let Facts { home: home_path, home_created: created, .. } = Facts::read(&found.listed, record.as_ref(), &[]);
+        // The record, written under this lock at every boot, says where the
+        // home is; only a sandbox without one is asked for its labels.
+        let facts = match record.as_ref().filter(|r| r.runtime.is_some()) {
+            Some(record) => Facts::from_record(record),
+            None => {
+                let found = runtime
+                    .lookup(sandbox)?
+                    .ok_or_else(|| runtime::Error::NoSuchSandbox { name: sandbox.to_owned() })?;
+                Facts::read(&found.listed, record.as_ref(), &[])
+            }
+        };
+        let Facts { home: home_path, home_created: created, .. } = facts;
         // Only the default home of this very sandbox under this state dir is
         // brig's to delete, whatever a label or record claims.
         let default_home = home::default_home_path(&state_dir, sandbox);
@@ -74,6 +80,7 @@ impl Engine<'_> {
             let deleted_home = (deletes_home && default_home.exists()).then_some(default_home);
             return Ok(Removed { sandbox: sandbox.to_owned(), deleted_home, kept_home });
         }
+        lock.bump()?;
         runtime.remove(sandbox)?;
         runtime.remove_network(&boot::network_name(sandbox))?;
         let emptied = deletes_home && home::remove_default_home(&state_dir, sandbox)?;
@@ -84,6 +91,8 @@ impl Engine<'_> {
                 record.image = None;
                 record.emptied_home = true;
                 record.recreating = false;
+                record.runtime = None;
+                record.isolation = None;
                 index.insert(sandbox.to_owned(), record);
             }
             _ => {

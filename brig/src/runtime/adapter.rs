@@ -150,6 +150,12 @@ pub trait Runtime: std::fmt::Debug + Send + Sync {
     fn exec_status(&self, status: i32, _stderr_tail: &str) -> i32 {
         status
     }
+    /// Whether an exec failed because the runtime refused it before any
+    /// guest command ran: the sandbox is stopped or does not exist. Read
+    /// from the runtime's own exit status and its last stderr line.
+    fn exec_refused(&self, _status: i32, _stderr_tail: &str) -> bool {
+        false
+    }
     /// Whether the real exit status of an exec can only be read from the
     /// runtime's stderr (so brig must stay the parent to read it).
     fn status_only_on_stderr(&self) -> bool {

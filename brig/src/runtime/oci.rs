@@ -549,6 +549,23 @@ impl Runtime for OciCli {
         }
     }
 
+    fn exec_refused(&self, status: i32, stderr_tail: &str) -> bool {
+        let Some(last) = stderr_tail.lines().rev().find(|l| !l.trim().is_empty()) else { return false };
+        let words = runtime_words(last);
+        let not_running = is_missing(&words)
+            || words.contains("cannot exec in a stopped state")
+            || words.contains("can only create exec sessions on running containers")
+            || words.contains("is not running");
+        match self.kind {
+            // nerdctl's own failure is a logrus fatal line and exit 1.
+            Kind::Nerdctl => status == 1 && last.contains("level=fatal") && not_running,
+            // podman and docker exit 125 when they, not the command, failed;
+            // podman 4 exits 255 for an exec into a stopped container.
+            Kind::Podman | Kind::Docker => matches!(status, 125 | 255) && last.starts_with("Error: ") && not_running,
+            Kind::Hull => false,
+        }
+    }
+
     fn status_only_on_stderr(&self) -> bool {
         self.kind == Kind::Nerdctl
     }
@@ -644,6 +661,24 @@ mod tests {
         assert!(matches!(parse_found(text), Err(FoundError::UnknownState { .. })));
         let text = r#"[{"Name":"/brig-x","State":{"Status":"exited","Running":false}}]"#;
         assert_eq!(parse_found(text).unwrap().unwrap().listed.name, "brig-x");
+    }
+
+    #[test]
+    fn an_exec_the_runtime_refused_is_told_from_the_command_failing() {
+        let nerdctl = OciCli::new(Kind::Nerdctl, "/bin/false".into(), None);
+        let podman = OciCli::new(Kind::Podman, "/bin/false".into(), None);
+        for file in ["nerdctl-exec-stopped.stderr", "nerdctl-exec-missing.stderr"] {
+            assert!(nerdctl.exec_refused(1, &testdata(file)), "{file}");
+            assert!(!podman.exec_refused(1, &testdata(file)), "{file}");
+        }
+        for file in ["podman-exec-stopped.stderr", "podman-exec-missing.stderr"] {
+            let status = if file.contains("stopped") { 255 } else { 125 };
+            assert!(podman.exec_refused(status, &testdata(file)), "{file}");
+            assert!(!podman.exec_refused(1, &testdata(file)), "the command's own status 1: {file}");
+        }
+        // The guest's command failing, even with words that look alike.
+        assert!(!nerdctl.exec_refused(1, &testdata("nerdctl-exec-exit3.stderr")));
+        assert!(!nerdctl.exec_refused(1, "no such container\n"));
     }
 
     #[test]

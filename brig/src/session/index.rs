@@ -56,6 +56,9 @@ pub struct Record {
     /// a home whose sandbox lives on another runtime is not left behind.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub runtime: Option<String>,
+    /// The isolation class it was booted with (`microvm`, `container`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub isolation: Option<String>,
 }
 
 impl Record {
@@ -72,6 +75,7 @@ impl Record {
             emptied_home: false,
             recreating: false,
             runtime: None,
+            isolation: None,
         }
     }
 }
@@ -237,6 +241,7 @@ mod tests {
             emptied_home: false,
             recreating: false,
             runtime: None,
+            isolation: None,
         }
     }
 
@@ -263,6 +268,7 @@ mod tests {
             emptied_home: true,
             recreating: false,
             runtime: None,
+            isolation: None,
         };
         let replaced = Index::update(&state, |ix| ix.insert("brig-claude-code-refactor", full.clone())).unwrap();
         assert_eq!(replaced, None);

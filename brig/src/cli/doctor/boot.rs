@@ -83,8 +83,11 @@ pub fn plan(
     }
     let resolved = runtime::resolve(env, profile.map(|p| (p.name.as_str(), p.runtime_bin.as_deref())))?;
     let runtime = runtime::open(&resolved, env, None)?;
-    let engine = Engine::new(env, registry, Prompts::Nobody, Warnings::stderr())?;
+    let mut engine = Engine::new(env, registry, Prompts::Nobody, Warnings::stderr())?;
     let isolation = engine.admit(runtime.as_ref(), None)?;
+    if isolation == crate::runtime::Isolation::Container {
+        engine.warn_container(runtime.as_ref());
+    }
     let (shim, shim_source) = shim_name(env, &resolved);
     let facts = Facts {
         kind: resolved.kind,

@@ -8,7 +8,7 @@ use crate::daemon::Shared;
 use crate::daemon::inventory::{Known, Liveness};
 use crate::engine::{Engine, Facts};
 use crate::proto::Response;
-use crate::runtime::Listed;
+use crate::runtime::Runtime;
 use crate::session::{Index, Session, home};
 
 pub(super) async fn handle(shared: &Arc<Shared>, agent: &str, name: Option<&str>) -> Response {
@@ -28,20 +28,24 @@ fn stop(shared: &Shared, engine: &mut Engine<'_>, typed: &str) -> Result<Known, 
     let previous = shared.inventory.get(session.sandbox());
     let runtime = engine.open_runtime_for_listing(Some(&profile))?;
     let sandbox = session.sandbox();
-    let (listed, was_running) = engine.stop(runtime.as_ref(), sandbox)?;
-    if was_running {
-        tracing::info!("stopped {sandbox}");
+    engine.stop(runtime.as_ref(), sandbox)?;
+    tracing::info!("stopped {sandbox}");
+    match previous {
+        Some(known) => Ok(known),
+        None => known_from_runtime(engine, runtime.as_ref(), &session),
     }
-    Ok(previous.unwrap_or_else(|| known_from_runtime(engine, &session, &listed)))
 }
 
 /// What to report for a sandbox this daemon never ensured: what its labels,
 /// then the session index, say; the default home when neither knows.
-fn known_from_runtime(engine: &Engine<'_>, session: &Session, listed: &Listed) -> Known {
+fn known_from_runtime(engine: &Engine<'_>, runtime: &dyn Runtime, session: &Session) -> Result<Known, crate::Error> {
     let record = Index::load(engine.state_dir()).ok().and_then(|index| index.get(session.sandbox()).cloned());
-    let facts = Facts::read(listed, record.as_ref(), &[]);
+    let facts = match runtime.lookup(session.sandbox())? {
+        Some(found) => Facts::read(&found.listed, record.as_ref(), &[]),
+        None => record.as_ref().map(Facts::from_record).unwrap_or_default(),
+    };
     let workspace = facts.home.unwrap_or_else(|| home::default_home_path(engine.state_dir(), session.sandbox()));
-    Known {
+    Ok(Known {
         agent: session.agent().to_owned(),
         label: session.label().map(str::to_owned),
         sandbox: session.sandbox().to_owned(),
@@ -49,5 +53,5 @@ fn known_from_runtime(engine: &Engine<'_>, session: &Session, listed: &Listed) -
         project: facts.project.map(|p| p.display().to_string()),
         network: facts.network,
         isolation: facts.isolation,
-    }
+    })
 }
