@@ -19,13 +19,10 @@ use std::time::{Duration, Instant};
 use serde::Deserialize;
 
 use super::adapter::{BootSpec, ExecSpec, Listed, Mount, NetworkAttach, PARK, Runtime, State};
+use super::invoke::{Core, QUERY_TIMEOUT, runtime_words};
 use super::{Error, Isolation, Kind};
 use crate::process::{self, Command};
 use crate::session::reference::SANDBOX_PREFIX;
-
-/// A listing or inspect that takes longer than this is treated as an
-/// unreachable runtime rather than left to hang a command.
-const QUERY_TIMEOUT: Duration = Duration::from_secs(10);
 
 /// One question to the guest agent. Its socket belongs to the VMM and accepts
 /// before the guest has an agent behind it, so an unbounded exec in that
@@ -98,39 +95,22 @@ impl HullCli {
             .env("HULL_TELEMETRY_SUPPRESS", if counted { "" } else { "1" })
     }
 
+    fn core(&self) -> Core {
+        Core { kind: Kind::Hull, missing: is_missing }
+    }
+
     fn query(&self, cmd: Command) -> Result<String, Error> {
-        cmd.timeout(QUERY_TIMEOUT).output().map(|o| o.stdout).map_err(|e| self.unreachable(&e))
+        self.core().query(cmd)
     }
 
     fn unreachable(&self, err: &process::Error) -> Error {
-        let words = match err {
-            process::Error::Failed { status, stderr, .. } => {
-                let said = runtime_words(stderr);
-                if said.is_empty() { status.to_string() } else { format!("{status}: {said}") }
-            }
-            other => other.to_string(),
-        };
-        Error::Unreachable { runtime: Kind::Hull, words }
+        self.core().unreachable(err)
     }
 
     /// Run an operation on one instance; "instance not found" becomes
     /// [`Error::NoSuchSandbox`].
     fn operate(&self, cmd: Command, name: &str) -> Result<(), Error> {
-        match cmd.output() {
-            Ok(_) => Ok(()),
-            Err(err) => {
-                let said = err.stderr().map(runtime_words).unwrap_or_default();
-                if is_missing(&said) {
-                    Err(Error::NoSuchSandbox { name: name.to_owned() })
-                } else {
-                    Err(Error::Operation {
-                        runtime: Kind::Hull,
-                        command: cmd.display(),
-                        words: if said.is_empty() { err.to_string() } else { said },
-                    })
-                }
-            }
-        }
+        self.core().operate(cmd, name)
     }
 
     /// `hull run --detach …`: the instance, its shares and its variables
@@ -201,40 +181,6 @@ impl HullCli {
             }
         }
     }
-}
-
-/// hull fails with `error: <message>` and logs through logrus
-/// (`time=… level=warning msg="…" subsystem=hull`); keep the messages.
-pub fn runtime_words(stderr: &str) -> String {
-    let lines: Vec<String> = stderr
-        .lines()
-        .map(str::trim)
-        .filter(|l| !l.is_empty())
-        .map(|line| match logrus_message(line) {
-            Some(msg) => msg,
-            None => line.strip_prefix("error: ").unwrap_or(line).to_owned(),
-        })
-        .collect();
-    process::first_lines(&lines.join("\n"))
-}
-
-/// The `msg="…"` field of a logrus text line, unescaped.
-fn logrus_message(line: &str) -> Option<String> {
-    let at = line.find("msg=\"")?;
-    let mut out = String::new();
-    let mut chars = line[at + 5..].chars();
-    while let Some(c) = chars.next() {
-        match c {
-            '"' => return Some(out),
-            '\\' => match chars.next() {
-                Some('n') => out.push(' '),
-                Some(other) => out.push(other),
-                None => break,
-            },
-            c => out.push(c),
-        }
-    }
-    Some(out)
 }
 
 /// Every per-instance verb says `instance not found: <name>` for a name hull
@@ -460,7 +406,7 @@ impl Runtime for HullCli {
                 what: "inspect",
                 source,
             })?,
-            Err(err) if err.stderr().map(runtime_words).is_some_and(|w| is_missing(&w)) => return Ok(None),
+            Err(err) if self.core().says_missing(&err) => return Ok(None),
             Err(err) => return Err(self.unreachable(&err)),
         };
         let shares = parse_shares(&inspected.cmd_line);
@@ -469,11 +415,9 @@ impl Runtime for HullCli {
         }
         let probe = ExecSpec { argv: vec!["cat".to_owned(), "/proc/self/mountinfo".to_owned()], ..ExecSpec::default() };
         let cmd = self.exec(name, &probe).timeout(AGENT_CALL_TIMEOUT);
-        let table = cmd.output().map_err(|err| Error::Operation {
-            runtime: Kind::Hull,
-            command: cmd.display(),
-            words: err.stderr().map(runtime_words).unwrap_or_else(|| err.to_string()),
-        })?;
+        let table = cmd
+            .output()
+            .map_err(|err| self.core().failed(&cmd, &err, err.stderr().map(runtime_words).unwrap_or_default()))?;
         Ok(Some(join_mounts(&shares, &parse_mountinfo(&table.stdout))))
     }
 

@@ -8,11 +8,13 @@ pub mod adapter;
 #[cfg(test)]
 mod captured;
 mod hull;
+mod invoke;
 mod oci;
 mod resolve;
 
 pub use adapter::{BootSpec, ExecSpec, Found, Listed, Mount, NetworkAttach, Runtime, State, Tmpfs};
-pub use oci::{OciCli, runtime_words};
+pub use invoke::runtime_words;
+pub use oci::OciCli;
 pub use resolve::{Chosen, Resolved, resolve};
 
 use crate::environment::Environment;

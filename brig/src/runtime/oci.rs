@@ -16,9 +16,7 @@ use super::{Error, Isolation, Kind, isolation_of};
 use crate::process::{self, Command};
 use crate::session::reference::SANDBOX_PREFIX;
 
-/// A listing or inspect that takes longer than this is treated as an
-/// unreachable runtime rather than left to hang a command.
-const QUERY_TIMEOUT: Duration = Duration::from_secs(10);
+use super::invoke::{Core, QUERY_TIMEOUT, runtime_words};
 
 #[derive(Debug, Clone)]
 pub struct OciCli {
@@ -65,62 +63,21 @@ impl OciCli {
         Command::new(&self.bin)
     }
 
-    /// Run a query whose failure means "the runtime cannot be asked".
+    fn core(&self) -> Core {
+        Core { kind: self.kind, missing: is_missing }
+    }
+
     fn query(&self, cmd: Command) -> Result<String, Error> {
-        cmd.timeout(QUERY_TIMEOUT).output().map(|o| o.stdout).map_err(|e| self.unreachable(&e))
+        self.core().query(cmd)
     }
 
     fn unreachable(&self, err: &process::Error) -> Error {
-        let words = match err {
-            process::Error::Failed { status, stderr, .. } => {
-                let said = runtime_words(stderr);
-                // "exit status 1", as the runtime's users know it.
-                let status = status.code().map_or_else(|| status.to_string(), |c| format!("exit status {c}"));
-                if said.is_empty() { status } else { format!("{status}: {said}") }
-            }
-            other => other.to_string(),
-        };
-        Error::Unreachable { runtime: self.kind, words }
+        self.core().unreachable(err)
     }
 
-    /// Run an operation on one sandbox; "no such container" becomes
-    /// [`Error::NoSuchSandbox`].
     fn operate(&self, cmd: Command, name: &str) -> Result<(), Error> {
-        match cmd.output() {
-            Ok(_) => Ok(()),
-            Err(err) => {
-                let said = err.stderr().map(runtime_words).unwrap_or_default();
-                if is_missing(&said) {
-                    Err(Error::NoSuchSandbox { name: name.to_owned() })
-                } else {
-                    Err(Error::Operation {
-                        runtime: self.kind,
-                        command: cmd.display(),
-                        words: if said.is_empty() { err.to_string() } else { said },
-                    })
-                }
-            }
-        }
+        self.core().operate(cmd, name)
     }
-}
-
-/// nerdctl logs through logrus (`time=… level=fatal msg="…"`); keep only the
-/// message, unescaped, so errors read as the runtime meant them.
-pub fn runtime_words(stderr: &str) -> String {
-    let lines: Vec<String> = stderr
-        .lines()
-        .map(str::trim)
-        .filter(|l| !l.is_empty())
-        .map(|line| match line.find("msg=\"") {
-            Some(at) => {
-                let msg = &line[at + 5..];
-                let msg = msg.strip_suffix('"').unwrap_or(msg);
-                msg.replace("\\n", " ").replace("\\\"", "\"")
-            }
-            None => line.strip_prefix("Error: ").unwrap_or(line).to_owned(),
-        })
-        .collect();
-    process::first_lines(&lines.join("\n"))
 }
 
 /// `exec failed with exit code N` from nerdctl's last stderr line.
@@ -378,7 +335,7 @@ impl Runtime for OciCli {
                 what: "inspect",
                 source,
             }),
-            Err(err) if err.stderr().map(runtime_words).is_some_and(|w| is_missing(&w)) => Ok(None),
+            Err(err) if self.core().says_missing(&err) => Ok(None),
             Err(err) => Err(self.unreachable(&err)),
         }
     }
@@ -389,7 +346,7 @@ impl Runtime for OciCli {
         loop {
             let stdout = match cmd.output() {
                 Ok(out) => out.stdout,
-                Err(err) if err.stderr().map(runtime_words).is_some_and(|w| is_missing(&w)) => return Ok(None),
+                Err(err) if self.core().says_missing(&err) => return Ok(None),
                 Err(err) => return Err(self.unreachable(&err)),
             };
             match parse_found(&stdout) {
@@ -487,11 +444,7 @@ impl Runtime for OciCli {
         match cmd.output() {
             Ok(_) => Ok(()),
             Err(err) if err.stderr().is_some_and(|s| s.contains("already exists")) => Ok(()),
-            Err(err) => Err(Error::Operation {
-                runtime: self.kind,
-                command: cmd.display(),
-                words: err.stderr().map(runtime_words).unwrap_or_else(|| err.to_string()),
-            }),
+            Err(err) => Err(self.core().failed(&cmd, &err, err.stderr().map(runtime_words).unwrap_or_default())),
         }
     }
 
@@ -515,11 +468,7 @@ impl Runtime for OciCli {
                 std::thread::sleep(Duration::from_millis(100 * attempt));
                 continue;
             }
-            return Err(Error::Operation {
-                runtime: self.kind,
-                command: cmd.display(),
-                words: if said.is_empty() { err.to_string() } else { said },
-            });
+            return Err(self.core().failed(&cmd, &err, said));
         }
     }
 
