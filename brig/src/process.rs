@@ -253,6 +253,15 @@ impl Command {
             .join(" ")
     }
 
+    /// What was run, in a few words for a message: the program and its
+    /// subcommand (`nerdctl network create`, `podman exec`). The whole argv
+    /// is in the debug log (`--verbose`), not in what the user reads.
+    pub fn summary(&self) -> String {
+        let name = self.program.file_name().unwrap_or(self.program.as_os_str()).to_string_lossy().into_owned();
+        let words = self.args.iter().map(|a| a.to_string_lossy()).take_while(|a| !a.starts_with('-')).take(2);
+        std::iter::once(name).chain(words.map(|w| w.into_owned())).collect::<Vec<_>>().join(" ")
+    }
+
     pub fn argv(&self) -> impl Iterator<Item = &OsString> {
         self.args.iter()
     }
@@ -271,7 +280,7 @@ impl Command {
         if status.success() {
             Ok(Output { stdout, stderr })
         } else {
-            Err(Error::Failed { command: self.display(), status, stderr: first_lines(&stderr) })
+            Err(Error::Failed { command: self.summary(), status, stderr: first_lines(&stderr) })
         }
     }
 
@@ -279,7 +288,7 @@ impl Command {
     pub fn capture(&self) -> Result<(ExitStatus, String, String), Error> {
         let deadline = Deadline::current();
         if deadline.as_ref().is_some_and(Deadline::passed) {
-            return Err(Error::Deadline { command: self.display() });
+            return Err(Error::Deadline { command: self.summary() });
         }
         tracing::debug!("running {}", self.display());
         let mut cmd = self.std();
@@ -312,8 +321,8 @@ impl Command {
                         let _ = child.kill();
                         let _ = child.wait();
                         return Err(match timed_out {
-                            Some(timeout) if !stopped => Error::Timeout { command: self.display(), timeout },
-                            _ => Error::Deadline { command: self.display() },
+                            Some(timeout) if !stopped => Error::Timeout { command: self.summary(), timeout },
+                            _ => Error::Deadline { command: self.summary() },
                         });
                     }
                     std::thread::sleep(Duration::from_millis(5));
@@ -375,7 +384,7 @@ impl Command {
     pub fn exec_replace(&self) -> Error {
         tracing::debug!("handing over to {}", self.display());
         let source = self.std().exec();
-        Error::Exec { command: self.display(), source }
+        Error::Exec { command: self.summary(), source }
     }
 
     fn spawn_error(&self, source: std::io::Error) -> Error {
@@ -416,15 +425,26 @@ mod tests {
     }
 
     #[test]
-    fn failure_carries_argv_status_and_stderr_lines() {
+    fn failure_carries_what_ran_status_and_stderr_lines() {
         let err = Command::new("/bin/sh")
             .args(["-c", "echo one >&2; echo two >&2; echo three >&2; echo four >&2; exit 3"])
             .output()
             .unwrap_err();
         let text = err.to_string();
-        assert!(text.starts_with("sh -c "), "{text}");
+        // The program and its subcommand, not the whole argv (that is for --verbose).
+        assert!(text.starts_with("sh: "), "{text}");
+        assert!(!text.contains("echo"), "{text}");
         assert!(text.contains("exit status: 3"), "{text}");
         assert!(text.ends_with("one; two; three"), "{text}");
+    }
+
+    #[test]
+    fn a_summary_is_the_program_and_its_subcommand() {
+        let summary = |args: &[&str]| Command::new("/usr/bin/nerdctl").args(args).summary();
+        assert_eq!(summary(&["run", "--detach", "--name", "x", "--", "img"]), "nerdctl run");
+        assert_eq!(summary(&["network", "create", "--opt", "isolate=true", "n"]), "nerdctl network create");
+        assert_eq!(summary(&["stop", "brig-a"]), "nerdctl stop brig-a");
+        assert_eq!(summary(&["exec", "-w", "/root", "brig-a", "true"]), "nerdctl exec");
     }
 
     #[test]

@@ -100,8 +100,10 @@ impl Core {
     /// A failed call in one sentence: the runtime's words, or the failure
     /// itself when it said nothing.
     pub fn failed(&self, cmd: &Command, err: &process::Error, said: String) -> Error {
+        tracing::debug!("failed: {}", cmd.display());
         Error::Operation {
             runtime: self.kind,
+            what: cmd.summary(),
             command: cmd.display(),
             words: if said.is_empty() { err.to_string() } else { said },
         }

@@ -205,8 +205,11 @@ pub enum Error {
     Process(#[from] crate::process::Error),
     #[error("no sandbox named {name}")]
     NoSuchSandbox { name: String },
-    #[error("{command}: {words}")]
-    Operation { runtime: Kind, command: String, words: String },
+    /// A call that failed: what it was, in a few words, and the runtime's
+    /// own reason. The whole argv (`command`) is kept for `--verbose` and
+    /// for tests, not shown.
+    #[error("{what}: {words}")]
+    Operation { runtime: Kind, what: String, command: String, words: String },
     #[error(
         "cannot tell what isolation the shim or runtime \"{shim}\" gives; set BRIG_CONTAINERD_RUNTIME to a known one"
     )]

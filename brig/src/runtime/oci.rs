@@ -702,7 +702,8 @@ mod tests {
             labels: vec![("sh.brig.agent".into(), "a".into())],
         };
         let err = rt.boot(&spec).unwrap_err();
-        let text = err.to_string();
+        let Error::Operation { command: text, .. } = &err else { panic!("{err:?}") };
+        assert!(!err.to_string().contains("--runtime"), "the argv is for --verbose: {err}");
         assert!(text.contains("-e TOKEN "), "{text}");
         assert!(!text.contains("s3cret"), "{text}");
         assert!(text.contains("--runtime io.containerd.runc.v2"), "{text}");
