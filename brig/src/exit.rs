@@ -142,6 +142,7 @@ fn runtime_code(err: &crate::runtime::Error) -> Code {
         | E::NoRestart { .. }
         | E::HostmountUnshared { .. }
         | E::Operation { .. }
+        | E::NameInUse { .. }
         | E::UnknownShim { .. }
         | E::NotReady { .. }
         | E::Process(_) => Code::Failure,

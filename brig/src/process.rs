@@ -122,6 +122,22 @@ impl Deadline {
     }
 }
 
+/// Spawn, trying again for a moment on "text file busy": an executable that
+/// was just written (a runtime installed a moment ago) can be briefly held
+/// open by a child another thread forked before it closed its copy.
+fn spawn(cmd: &mut std::process::Command) -> std::io::Result<std::process::Child> {
+    let mut tries = 0;
+    loop {
+        match cmd.spawn() {
+            Err(err) if err.raw_os_error() == Some(rustix::io::Errno::TXTBSY.raw_os_error()) && tries < 20 => {
+                tries += 1;
+                std::thread::sleep(Duration::from_millis(10));
+            }
+            other => return other,
+        }
+    }
+}
+
 /// How an interactive command ended.
 #[derive(Debug)]
 pub struct Interactive {
@@ -296,7 +312,7 @@ impl Command {
             .stdout(Stdio::piped())
             .stderr(Stdio::piped());
         let mut child =
-            cmd.spawn().map_err(|source| Error::Spawn { program: self.program.display().to_string(), source })?;
+            spawn(&mut cmd).map_err(|source| Error::Spawn { program: self.program.display().to_string(), source })?;
         // Feed stdin and drain both pipes on their own threads, so neither
         // side can fill a pipe buffer and wait on the other forever.
         let feeder = self.stdin.clone().zip(child.stdin.take()).map(|(bytes, mut pipe)| {
@@ -359,7 +375,7 @@ impl Command {
     /// printed when `hold` ends, and stderr streams from then on.
     pub fn interactive_holding_stderr(&self, hold: Duration) -> Result<Interactive, Error> {
         tracing::debug!("running {}", self.display());
-        let mut child = self.std().stderr(Stdio::piped()).spawn().map_err(|source| self.spawn_error(source))?;
+        let mut child = spawn(self.std().stderr(Stdio::piped())).map_err(|source| self.spawn_error(source))?;
         let pipe = child.stderr.take().expect("stderr is piped");
         let relay = std::thread::spawn(move || relay_stderr(pipe, hold));
         let status = child.wait().map_err(|source| self.spawn_error(source))?;

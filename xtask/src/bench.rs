@@ -540,7 +540,11 @@ impl<'a> Bench<'a> {
         // exist: the lifecycle again, among the `LS_MANY` just made.
         self.crowd = true;
         for i in 0..reps {
-            eprintln!("==> {}: run -d, sh, stop, rm among {LS_MANY} others: repetition {}/{reps}", self.rt.bin(), i + 1);
+            eprintln!(
+                "==> {}: run -d, sh, stop, rm among {LS_MANY} others: repetition {}/{reps}",
+                self.rt.bin(),
+                i + 1
+            );
             let mut rep = self.rep(i, false);
             rep.brig = BrigBox::new(&self.scratch.token, &format!("c{i}"));
             rep.raw = RawBox::new(&self.scratch.dir, &self.scratch.token, "rawc", &i.to_string());
@@ -1331,7 +1335,10 @@ fn render_section(w: &mut String, s: &Section) {
         ("rm", raw_rm(rt, &placeholder)),
         ("ls", raw_ls(rt)),
         ("brigd status", raw_ls(rt)),
-        ("brigd ensure of a running sandbox: raw same calls", raw_ensure_same(rt, s.daemon.ensure_listings, &placeholder.name)),
+        (
+            "brigd ensure of a running sandbox: raw same calls",
+            raw_ensure_same(rt, s.daemon.ensure_listings, &placeholder.name),
+        ),
     ];
     for (op, calls) in &s.brig_calls {
         let verb = if op.starts_with("ls") { "ls".to_owned() } else { op.replace("<ref>", "lab-agent@<label>") };

@@ -102,6 +102,9 @@ struct DoctorData {
     /// `--boot` only: what was booted and how it ended.
     #[serde(skip_serializing_if = "Option::is_none")]
     boot: Option<boot::BootData>,
+    /// With a ref: the engine's plan for a run of it, as `brig plan` shows it.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    plan: Option<super::plan::PlanData>,
 }
 
 /// How long `brig doctor` waits for a daemon's answer.
@@ -134,9 +137,17 @@ pub fn run(args: DoctorArgs, ctx: &Context) -> Result<Code, Error> {
     checks.push(profile_dir(env, &registry));
     checks.push(Check::new("secrets", Mark::Absent, "the secret store is not available in this build"));
     checks.push(brigd(env));
+    let plan = match &args.reference {
+        Some(reference) => {
+            let (check, data) = plan_check(ctx, &registry, reference)?;
+            checks.push(check);
+            Some(data)
+        }
+        None => None,
+    };
 
     if ctx.json {
-        print(format!("{}\n", Envelope::new("Doctor", &DoctorData { checks, boot: None }).to_line()))?;
+        print(format!("{}\n", Envelope::new("Doctor", &DoctorData { checks, boot: None, plan }).to_line()))?;
     } else {
         print(render(&checks))?;
     }
@@ -158,12 +169,48 @@ fn run_boot(args: &DoctorArgs, ctx: &Context, registry: &Registry, profile: Opti
     let stages = boot::apply(&plan, &interrupted);
     let checks = boot::checks(plan.facts(), &stages);
     if ctx.json {
-        let data = DoctorData { checks, boot: Some(boot::data(plan.facts(), &stages)) };
+        let data = DoctorData { checks, boot: Some(boot::data(plan.facts(), &stages)), plan: None };
         print(format!("{}\n", Envelope::new("Doctor", &data).to_line()))?;
     } else {
         print(render(&checks))?;
     }
     Ok(stages.code())
+}
+
+/// The engine's plan for a run of `reference`, as one line: what the run
+/// would do, or the refusal it would meet with its exit code.
+fn plan_check(ctx: &Context, registry: &Registry, reference: &str) -> Result<(Check, super::plan::PlanData), Error> {
+    let mut engine = crate::engine::Engine::new(
+        &ctx.env,
+        registry,
+        crate::engine::Prompts::Nobody,
+        crate::warn::Warnings::collected(),
+    )?;
+    let (session, profile) = engine.session(reference, None)?;
+    let plan = engine.plan(&crate::engine::Request::bare(session, profile));
+    let data = super::plan::PlanData::from_plan(&plan);
+    let check = match &data.refused {
+        Some(refused) => Check::problem(
+            "plan",
+            format!("a run of {} would be refused (exit {}): {}", data.reference, refused.code, refused.error),
+            format!("`brig plan {}` shows what was decided before the refusal", data.reference),
+        ),
+        None => Check::new(
+            "plan",
+            Mark::Ok,
+            format!(
+                "a run of {} would {} {} ({}, image {}, network {}); `brig plan {}` shows its mounts and credentials",
+                data.reference,
+                data.action.unwrap_or("boot"),
+                data.sandbox,
+                data.isolation.map_or_else(|| "isolation unknown".to_owned(), |i| i.to_string()),
+                data.image.as_deref().unwrap_or("-"),
+                data.network.map_or_else(|| "-".to_owned(), |n| n.to_string()),
+                data.reference
+            ),
+        ),
+    };
+    Ok((check, data))
 }
 
 fn render(checks: &[Check]) -> String {

@@ -8,7 +8,7 @@ mod doctor;
 mod info;
 mod logs;
 mod ls;
-mod plan;
+pub(crate) mod plan;
 mod rm;
 mod run;
 mod stop;

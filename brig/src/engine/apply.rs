@@ -45,6 +45,14 @@ impl Ensured {
     }
 }
 
+/// What [`Engine::act`] did, with the home it used and the sandbox it acted on.
+struct Acted {
+    home: GuestHome,
+    step: Action,
+    booted: bool,
+    existing: Option<crate::runtime::Found>,
+}
+
 impl Engine<'_> {
     /// Make the planned sandbox exist and run.
     pub fn apply(&mut self, plan: Ready) -> Result<Ensured, Error> {
@@ -60,41 +68,18 @@ impl Engine<'_> {
         } else {
             (Index::load(&self.state_dir)?.get(&sandbox).cloned(), plan.runtime.lookup(&sandbox)?)
         };
-        let mut home = plan.home.clone();
-        if let Some(found) = &existing
-            && !found.listed.labels.contains_key(crate::runtime::adapter::label::HOME)
-            && let Some(legacy) = self.legacy_home(found, &plan)
-        {
-            home = legacy;
-        }
-        let step = action(existing.as_ref(), record.as_ref(), plan.project.as_deref());
-        let runtime = plan.runtime.as_ref();
-        let mut booted = false;
-        if step != Action::Reuse {
-            lock.bump()?;
-        }
-        match &step {
-            Action::Reuse => {}
-            Action::Start => match runtime.start(&sandbox) {
-                Ok(()) => self.wait_ready(runtime, &sandbox, plan.resolved.ready_timeout)?,
-                // A runtime that cannot restart an instance (hull) gets a
-                // fresh one with the same home, project and network.
-                Err(crate::runtime::Error::NoRestart { .. }) => {
-                    self.recreate(&plan, &home, record.as_ref())?;
-                    booted = true;
-                }
-                Err(err) => return Err(err.into()),
-            },
-            Action::Recreate { from } => {
-                self.warnings.push(recreate_warning(&sandbox, from.as_deref(), plan.project.as_deref()));
-                self.recreate(&plan, &home, record.as_ref())?;
-                booted = true;
+        let acted = match self.act(&plan, record.as_ref(), existing, &mut lock) {
+            // The plan took a session nobody had seen for new, without
+            // asking; the runtime knows a sandbox of that name after all
+            // (made outside brig, or under another state directory). Ask,
+            // and decide again from what it says.
+            Err(Error::Runtime(crate::runtime::Error::NameInUse { .. })) if plan.fresh => {
+                let existing = plan.runtime.lookup(&sandbox)?;
+                self.act(&plan, record.as_ref(), existing, &mut lock)?
             }
-            Action::Boot => {
-                self.boot(&plan, &home, record.as_ref(), true)?;
-                booted = true;
-            }
-        }
+            other => other?,
+        };
+        let Acted { home, step, booted, existing } = acted;
 
         if plan.resolved.skills {
             let prepared = prepare::create_home(&self.state_dir, &sandbox, &home)?;
@@ -137,6 +122,54 @@ impl Engine<'_> {
             action: step,
             assumed: false,
         })
+    }
+
+    /// Act on the sandbox as `existing` says it is: reuse, start, recreate
+    /// or boot it.
+    fn act(
+        &mut self,
+        plan: &Ready,
+        record: Option<&Record>,
+        existing: Option<crate::runtime::Found>,
+        lock: &mut SandboxLock,
+    ) -> Result<Acted, Error> {
+        let sandbox = plan.session.sandbox();
+        let mut home = plan.home.clone();
+        if let Some(found) = &existing
+            && !found.listed.labels.contains_key(crate::runtime::adapter::label::HOME)
+            && let Some(legacy) = self.legacy_home(found, plan)
+        {
+            home = legacy;
+        }
+        let step = action(existing.as_ref(), record, plan.project.as_deref());
+        let runtime = plan.runtime.as_ref();
+        let mut booted = false;
+        if step != Action::Reuse {
+            lock.bump()?;
+        }
+        match &step {
+            Action::Reuse => {}
+            Action::Start => match runtime.start(sandbox) {
+                Ok(()) => self.wait_ready(runtime, sandbox, plan.resolved.ready_timeout)?,
+                // A runtime that cannot restart an instance (hull) gets a
+                // fresh one with the same home, project and network.
+                Err(crate::runtime::Error::NoRestart { .. }) => {
+                    self.recreate(plan, &home, record)?;
+                    booted = true;
+                }
+                Err(err) => return Err(err.into()),
+            },
+            Action::Recreate { from } => {
+                self.warnings.push(recreate_warning(sandbox, from.as_deref(), plan.project.as_deref()));
+                self.recreate(plan, &home, record)?;
+                booted = true;
+            }
+            Action::Boot => {
+                self.boot(plan, &home, record, true)?;
+                booted = true;
+            }
+        }
+        Ok(Acted { home, step, booted, existing })
     }
 
     /// Remove the sandbox to boot it again with another project. The record
@@ -191,7 +224,15 @@ impl Engine<'_> {
             })
             .and_then(|()| self.wait_ready(runtime, sandbox, plan.resolved.ready_timeout));
         if let Err(err) = outcome {
-            self.clean_failed_boot(runtime, sandbox, home, prepared.created && !kept);
+            if matches!(err, Error::Runtime(crate::runtime::Error::NameInUse { .. })) {
+                // The sandbox of that name is not this boot's: only the home
+                // this boot made goes.
+                if prepared.created && home.source == HomeSource::Default {
+                    let _ = home::remove_default_home(&self.state_dir, sandbox);
+                }
+            } else {
+                self.clean_failed_boot(runtime, sandbox, home, prepared.created && !kept);
+            }
             return Err(err);
         }
         Ok(())

@@ -171,6 +171,10 @@ pub struct Plan {
     pub assumed: bool,
     /// The sandbox's lock generation when the plan looked ([`super::lock`]).
     pub generation: u64,
+    /// No sandbox was asked for: nothing records or holds this session,
+    /// so it is taken for new, and its boot finds out if the runtime knows
+    /// the name after all.
+    pub fresh: bool,
 }
 
 /// A plan that was not refused: every field decided.
@@ -189,6 +193,7 @@ pub struct Ready {
     pub assumed: bool,
     pub existing: Option<Found>,
     pub generation: u64,
+    pub fresh: bool,
 }
 
 impl Plan {
@@ -212,6 +217,7 @@ impl Plan {
             assumed: self.assumed,
             existing: self.existing,
             generation: self.generation,
+            fresh: self.fresh,
         })
     }
 }
@@ -252,6 +258,7 @@ impl Engine<'_> {
             refused: None,
             assumed: false,
             generation: 0,
+            fresh: false,
         };
         if let Err(err) = self.decide(req, &mut plan, assume) {
             plan.refused = Some(err);
@@ -300,8 +307,14 @@ impl Engine<'_> {
         runtime.check_shim()?;
         let recorded = if assume { assumed_running(record.as_ref(), runtime.kind(), &home, sandbox) } else { None };
         plan.assumed = recorded.is_some();
+        // A session no record and no home know of is new: asking the runtime
+        // first would cost a call on every first boot, and the boot itself
+        // finds out when the name is taken. With a home on disk the runtime
+        // must be asked, since only its answer may have that home removed.
+        plan.fresh = record.is_none() && !home_on_disk(&home, &self.state_dir, sandbox);
         let looked = match recorded {
             Some(found) => Ok(Some(found)),
+            None if plan.fresh => Ok(None),
             None => runtime.lookup(sandbox),
         };
         let existing = match looked {
@@ -436,6 +449,15 @@ fn assumed_running(
         labels: labels.into_iter().map(|(k, v)| (k.to_owned(), v)).collect(),
     };
     Some(Found { listed, mounts: Vec::new() })
+}
+
+/// Whether anything is at the home's path (a link counts; nothing is followed).
+fn home_on_disk(home: &GuestHome, state_dir: &Path, sandbox: &str) -> bool {
+    let path = match home.source {
+        HomeSource::Default => home::default_home_path(state_dir, sandbox),
+        HomeSource::Named { .. } | HomeSource::Legacy => home.path.clone(),
+    };
+    std::fs::symlink_metadata(path).is_ok()
 }
 
 /// What to do with the sandbox as it is now. Pure, so that apply can decide

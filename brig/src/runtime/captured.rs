@@ -93,10 +93,8 @@ fn boot_spec() -> BootSpec {
 }
 
 /// A failed `run` is the runtime's refusal in its own words, logrus and
-/// `Error: ` wrapping taken off; none of them reads as a missing sandbox,
-/// not even podman's "already in use".
+/// `Error: ` wrapping taken off; none of them reads as a missing sandbox.
 #[rstest]
-#[case::nerdctl_exists("nerdctl-run-exists.stderr", 1, "name \"brig-probe\" is already used by ID")]
 #[case::nerdctl_image_missing(
     "nerdctl-run-image-missing.stderr",
     1,
@@ -107,7 +105,6 @@ fn boot_spec() -> BootSpec {
     1,
     "failed to start shim: failed to resolve runtime path: runtime \"io.containerd.nope.v2\" binary not installed"
 )]
-#[case::podman_exists("podman-run-exists.stderr", 125, "creating container storage: the container name \"brig-probe\"")]
 #[case::podman_image_missing("podman-run-image-missing.stderr", 125, "localhost/brig-nope:latest: image not known")]
 #[case::podman_bad_runtime(
     "podman-run-bad-runtime.stderr",
@@ -123,6 +120,17 @@ fn a_refused_boot_says_why_in_the_runtimes_words(#[case] stderr: &str, #[case] s
         }
         other => panic!("{stderr}: {other:?}"),
     }
+}
+
+/// A boot whose name is taken is its own error: the sandbox of that name is
+/// not the booting process's, so nothing of it may be cleaned up.
+#[rstest]
+#[case::nerdctl("nerdctl-run-exists.stderr", 1)]
+#[case::podman("podman-run-exists.stderr", 125)]
+fn a_taken_name_is_not_a_failed_boot(#[case] stderr: &str, #[case] status: i32) {
+    let (_dir, bin) = replaying(None, Some(stderr), status);
+    let err = OciCli::new(kind(stderr), bin, None).boot(&boot_spec()).unwrap_err();
+    assert!(matches!(&err, Error::NameInUse { name, .. } if name == "brig-probe"), "{err:?}");
 }
 
 /// Exit 0 is success whatever stderr says: podman prints a syslog complaint

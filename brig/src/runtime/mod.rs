@@ -205,6 +205,10 @@ pub enum Error {
     Process(#[from] crate::process::Error),
     #[error("no sandbox named {name}")]
     NoSuchSandbox { name: String },
+    /// A boot found the name taken: the runtime already has a sandbox of
+    /// that name, which is not the booting process's to touch.
+    #[error("{runtime} already has a sandbox named {name}")]
+    NameInUse { runtime: Kind, name: String },
     /// A call that failed: what it was, in a few words, and the runtime's
     /// own reason. The whole argv (`command`) is kept for `--verbose` and
     /// for tests, not shown.

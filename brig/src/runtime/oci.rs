@@ -107,6 +107,20 @@ pub fn engine_runtime(text: &str) -> Option<String> {
     found
 }
 
+/// nerdctl's network commands read every container's task and every
+/// network's config file, and fail ("task … not found", "error reading
+/// /etc/cni/net.d/…: no such file or directory") when another container or
+/// network goes away at that moment: a race with someone else, worth a retry.
+fn raced(words: &str) -> bool {
+    (words.contains("task") && words.contains("not found"))
+        || (words.contains("error reading") && words.contains("no such file or directory"))
+}
+
+/// The runtime's words for a `run` whose name is taken.
+fn name_taken(words: &str) -> bool {
+    words.contains("is already used by ID") || words.contains("name is already in use")
+}
+
 /// The executable containerd runs for a runtime type:
 /// `io.containerd.urunc.v2` → `containerd-shim-urunc-v2`; an absolute path
 /// is itself. `None` for a name containerd resolves some other way.
@@ -419,7 +433,12 @@ impl Runtime for OciCli {
         // `--` ends the options: whatever the image value is, the runtime
         // reads it as the image.
         cmd = cmd.arg("--").arg(&spec.image).args(super::adapter::PARK);
-        self.operate(cmd, &spec.name)
+        match self.operate(cmd, &spec.name) {
+            Err(Error::Operation { words, .. }) if name_taken(&words) => {
+                Err(Error::NameInUse { runtime: self.kind, name: spec.name.clone() })
+            }
+            other => other,
+        }
     }
 
     fn start(&self, name: &str) -> Result<(), Error> {
@@ -441,10 +460,22 @@ impl Runtime for OciCli {
             cmd = cmd.args(["--opt", "isolate=true"]);
         }
         cmd = cmd.arg(name);
-        match cmd.output() {
-            Ok(_) => Ok(()),
-            Err(err) if err.stderr().is_some_and(|s| s.contains("already exists")) => Ok(()),
-            Err(err) => Err(self.core().failed(&cmd, &err, err.stderr().map(runtime_words).unwrap_or_default())),
+        let mut attempt = 0;
+        loop {
+            let err = match cmd.output() {
+                Ok(_) => return Ok(()),
+                Err(err) => err,
+            };
+            if err.stderr().is_some_and(|s| s.contains("already exists")) {
+                return Ok(());
+            }
+            let said = err.stderr().map(runtime_words).unwrap_or_default();
+            attempt += 1;
+            if attempt < 5 && raced(&said) {
+                std::thread::sleep(Duration::from_millis(100 * attempt));
+                continue;
+            }
+            return Err(self.core().failed(&cmd, &err, said));
         }
     }
 
@@ -460,11 +491,8 @@ impl Runtime for OciCli {
             if said.contains("no such network") || said.contains("network not found") {
                 return Ok(());
             }
-            // nerdctl's `network rm` reads every container's task and fails
-            // with "task … not found" when another container is removed
-            // at that moment: a race with someone else, worth a retry.
             attempt += 1;
-            if attempt < 5 && said.contains("task") && said.contains("not found") {
+            if attempt < 5 && raced(&said) {
                 std::thread::sleep(Duration::from_millis(100 * attempt));
                 continue;
             }
@@ -628,6 +656,23 @@ mod tests {
         // The guest's command failing, even with words that look alike.
         assert!(!nerdctl.exec_refused(1, &testdata("nerdctl-exec-exit3.stderr")));
         assert!(!nerdctl.exec_refused(1, "no such container\n"));
+    }
+
+    #[test]
+    fn a_taken_name_is_told_in_both_dialects() {
+        for file in ["nerdctl-run-exists.stderr", "podman-run-exists.stderr"] {
+            assert!(name_taken(&runtime_words(&testdata(file))), "{file}");
+        }
+        assert!(!name_taken(&runtime_words(&testdata("nerdctl-run-image-missing.stderr"))));
+    }
+
+    #[test]
+    fn another_sandboxs_vanishing_is_a_race_worth_a_retry() {
+        assert!(raced("task 6278a267 not found: not found"));
+        assert!(raced(
+            "1 errors: error reading /etc/cni/net.d/nerdctl-brig-x-net.conflist: open /etc/cni/net.d/nerdctl-brig-x-net.conflist: no such file or directory"
+        ));
+        assert!(!raced(&runtime_words(&testdata("nerdctl-network-rm-in-use.stderr"))));
     }
 
     #[test]

@@ -833,7 +833,8 @@ mod tests {
     fn json_has_the_lines_and_the_boot_facts() {
         let stages = answered();
         let facts = container();
-        let report = super::super::DoctorData { checks: checks(&facts, &stages), boot: Some(data(&facts, &stages)) };
+        let report =
+            super::super::DoctorData { checks: checks(&facts, &stages), boot: Some(data(&facts, &stages)), plan: None };
         let json: serde_json::Value = serde_json::from_str(&Envelope::new("Doctor", &report).to_line()).unwrap();
         assert_eq!(json["kind"], "Doctor");
         assert_eq!(
