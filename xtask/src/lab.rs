@@ -29,7 +29,10 @@ pub fn run(args: &[String]) -> Result<()> {
     // Both guest images: the agents family boots the real Claude Code too.
     let missing: Vec<&str> = wanted_runtimes()
         .into_iter()
-        .filter(|rt| on_path(rt) && !(has_image(rt, LAB_IMAGE) && has_image(rt, CLAUDE_CODE_IMAGE)))
+        .filter(|rt| {
+            crate::provision::find_in_path(rt).is_some()
+                && !(has_image(rt, LAB_IMAGE) && has_image(rt, CLAUDE_CODE_IMAGE))
+        })
         .collect();
     if !missing.is_empty() {
         eprintln!(
@@ -90,10 +93,6 @@ fn wanted_runtimes() -> Vec<&'static str> {
         }
         _ => RUNTIMES.to_vec(),
     }
-}
-
-fn on_path(name: &str) -> bool {
-    std::env::var_os("PATH").is_some_and(|path| std::env::split_paths(&path).any(|dir| dir.join(name).is_file()))
 }
 
 fn has_image(runtime: &str, image: &str) -> bool {

@@ -232,7 +232,8 @@ fn is_root() -> bool {
         .unwrap_or(false)
 }
 
-fn find_in_path(name: &str) -> Option<PathBuf> {
+/// The executable `name` on PATH: the one PATH lookup of every xtask.
+pub(crate) fn find_in_path(name: &str) -> Option<PathBuf> {
     let path = std::env::var_os("PATH")?;
     std::env::split_paths(&path).map(|dir| dir.join(name)).find(|p| is_executable(p))
 }

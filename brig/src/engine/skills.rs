@@ -81,8 +81,8 @@ mod tests {
 
     #[test]
     fn copies_files_and_skips_links_out() {
-        let root = std::env::temp_dir().join(format!("brig-skills-{}", std::process::id()));
-        let _ = std::fs::remove_dir_all(&root);
+        let scratch = tempfile::tempdir().unwrap();
+        let root = scratch.path();
         let host = root.join("host/.claude");
         std::fs::create_dir_all(host.join("skills/one")).unwrap();
         std::fs::write(host.join("skills/one/SKILL.md"), "skill").unwrap();
@@ -104,6 +104,5 @@ mod tests {
         assert_eq!(std::fs::read_to_string(root.join("home/.claude/skills/one/SKILL.md")).unwrap(), "skill");
         assert!(!root.join("home/.claude/skills/escape").exists());
         assert!(warnings.iter().any(|w| w.contains("escape")), "{warnings:?}");
-        std::fs::remove_dir_all(&root).unwrap();
     }
 }

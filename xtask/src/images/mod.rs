@@ -118,11 +118,6 @@ fn write_atomically(path: &Path, data: &[u8]) -> Result<()> {
     std::fs::rename(&tmp, path).with_context(|| format!("renaming to {}", path.display()))
 }
 
-fn on_path(bin: &str) -> Option<PathBuf> {
-    let path = std::env::var_os("PATH")?;
-    std::env::split_paths(&path).map(|dir| dir.join(bin)).find(|candidate| candidate.is_file())
-}
-
 /// Runs a runtime command and returns its stdout; a failure carries the argv
 /// run, the status and stderr.
 fn capture(bin: &Path, args: &[&str]) -> Result<String> {
@@ -146,7 +141,7 @@ fn inspected_id(inspect_output: &str) -> Option<String> {
 }
 
 fn load_into(runtime: &str, archive: &Path, image: &Image) -> Result<()> {
-    let Some(bin) = on_path(runtime) else {
+    let Some(bin) = crate::provision::find_in_path(runtime) else {
         println!("{runtime}: not on PATH, skipped");
         return Ok(());
     };
