@@ -124,7 +124,7 @@ impl<'a> Engine<'a> {
 
     /// Make the session's sandbox run: plan, then apply, or the refusal.
     pub fn ensure(&mut self, req: &Request) -> Result<Ensured, crate::Error> {
-        let plan = self.plan(req).ready()?;
+        let plan = self.plan_with(req, plan::Lookup::UnlessNew).ready()?;
         self.apply(plan)
     }
 

@@ -222,11 +222,26 @@ impl Plan {
     }
 }
 
+/// How a plan learns the state of the sandbox.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) enum Lookup {
+    /// Ask the runtime: a plan to be shown (`info`, `plan`, `doctor <ref>`).
+    Always,
+    /// Ask, except for a session nothing records and no home on disk
+    /// belongs to, which is taken for new: the boot finds out when the
+    /// runtime has the name after all ([`Plan::fresh`]).
+    UnlessNew,
+    /// As `UnlessNew`, and take the session index's word for a sandbox
+    /// brig left running ([`Plan::assumed`]).
+    TrustRecord,
+}
+
 impl Engine<'_> {
     /// Decide everything about `req`. Touches nothing: no directory is
-    /// created, no secret store opened, nothing booted.
+    /// created, no secret store opened, nothing booted. The runtime is asked
+    /// about the sandbox.
     pub fn plan(&mut self, req: &Request) -> Plan {
-        self.plan_with(req, false)
+        self.plan_with(req, Lookup::Always)
     }
 
     /// A plan that takes the session index's word for a sandbox brig left
@@ -237,10 +252,10 @@ impl Engine<'_> {
     /// [`Engine::ensure`] when the runtime answers that the sandbox is not
     /// running. Nothing is ever booted, started or removed on an assumption.
     pub fn plan_assuming(&mut self, req: &Request) -> Plan {
-        self.plan_with(req, true)
+        self.plan_with(req, Lookup::TrustRecord)
     }
 
-    fn plan_with(&mut self, req: &Request, assume: bool) -> Plan {
+    pub(super) fn plan_with(&mut self, req: &Request, lookup: Lookup) -> Plan {
         let mut plan = Plan {
             session: req.session.clone(),
             profile: req.profile.clone(),
@@ -260,7 +275,7 @@ impl Engine<'_> {
             generation: 0,
             fresh: false,
         };
-        if let Err(err) = self.decide(req, &mut plan, assume) {
+        if let Err(err) = self.decide(req, &mut plan, lookup) {
             plan.refused = Some(err);
         }
         plan
@@ -270,7 +285,7 @@ impl Engine<'_> {
     /// settings (2), the profile's platform (1), home and project (1),
     /// credentials (6), runtime and shim (4), isolation (7), the sandbox's
     /// state (1 when the runtime cannot say).
-    fn decide(&mut self, req: &Request, plan: &mut Plan, assume: bool) -> Result<(), Error> {
+    fn decide(&mut self, req: &Request, plan: &mut Plan, lookup: Lookup) -> Result<(), Error> {
         let sandbox = req.session.sandbox();
         check_sandbox_name(sandbox)?;
         // Read before the record and the runtime, so that apply can tell
@@ -305,13 +320,16 @@ impl Engine<'_> {
         let runtime = self.open_runtime(&req.profile)?;
         plan.shim = runtime.shim().map(str::to_owned);
         runtime.check_shim()?;
-        let recorded = if assume { assumed_running(record.as_ref(), runtime.kind(), &home, sandbox) } else { None };
+        let recorded = match lookup {
+            Lookup::TrustRecord => assumed_running(record.as_ref(), runtime.kind(), &home, sandbox),
+            Lookup::Always | Lookup::UnlessNew => None,
+        };
         plan.assumed = recorded.is_some();
         // A session no record and no home know of is new: asking the runtime
         // first would cost a call on every first boot, and the boot itself
         // finds out when the name is taken. With a home on disk the runtime
         // must be asked, since only its answer may have that home removed.
-        plan.fresh = record.is_none() && !home_on_disk(&home, &self.state_dir, sandbox);
+        plan.fresh = lookup != Lookup::Always && record.is_none() && !home_on_disk(&home, &self.state_dir, sandbox);
         let looked = match recorded {
             Some(found) => Ok(Some(found)),
             None if plan.fresh => Ok(None),

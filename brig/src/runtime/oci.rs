@@ -116,6 +116,12 @@ fn raced(words: &str) -> bool {
         || (words.contains("error reading") && words.contains("no such file or directory"))
 }
 
+/// nerdctl's create hook failing on a network config file another process
+/// was writing at that moment.
+fn hook_raced(words: &str) -> bool {
+    words.contains("error running hook") && (words.contains("error parsing configuration list") || raced(words))
+}
+
 /// The runtime's words for a `run` whose name is taken.
 fn name_taken(words: &str) -> bool {
     words.contains("is already used by ID") || words.contains("name is already in use")
@@ -433,11 +439,23 @@ impl Runtime for OciCli {
         // `--` ends the options: whatever the image value is, the runtime
         // reads it as the image.
         cmd = cmd.arg("--").arg(&spec.image).args(super::adapter::PARK);
-        match self.operate(cmd, &spec.name) {
-            Err(Error::Operation { words, .. }) if name_taken(&words) => {
-                Err(Error::NameInUse { runtime: self.kind, name: spec.name.clone() })
+        let mut attempt = 0;
+        loop {
+            match self.operate(cmd.clone(), &spec.name) {
+                Err(Error::Operation { words, .. }) if name_taken(&words) => {
+                    return Err(Error::NameInUse { runtime: self.kind, name: spec.name.clone() });
+                }
+                // nerdctl's network hook read a network's config file while
+                // another process was writing it: the half-made container
+                // is this boot's own (its name was free), so it goes, and
+                // the boot is tried again.
+                Err(Error::Operation { words, .. }) if attempt < 3 && hook_raced(&words) => {
+                    attempt += 1;
+                    let _ = self.cmd().args(["rm", "-f", &spec.name]).output();
+                    std::thread::sleep(Duration::from_millis(200 * attempt));
+                }
+                other => return other,
             }
-            other => other,
         }
     }
 
@@ -673,6 +691,13 @@ mod tests {
             "1 errors: error reading /etc/cni/net.d/nerdctl-brig-x-net.conflist: open /etc/cni/net.d/nerdctl-brig-x-net.conflist: no such file or directory"
         ));
         assert!(!raced(&runtime_words(&testdata("nerdctl-network-rm-in-use.stderr"))));
+    }
+
+    #[test]
+    fn a_hook_reading_a_half_written_network_is_a_race() {
+        let words = "failed to create shim task: OCI runtime create failed: runc create failed: unable to start container process: error during container init: error running hook #0: error running hook: exit status 1, stdout: , stderr: time=\"x\" level=fatal msg=\"failed to check for default network: error parsing configuration list: unexpected end of JSON input\"";
+        assert!(hook_raced(words));
+        assert!(!hook_raced(&runtime_words(&testdata("nerdctl-run-image-missing.stderr"))));
     }
 
     #[test]
