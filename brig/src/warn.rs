@@ -6,9 +6,17 @@
 
 use std::io::Write;
 
-/// Print one warning line on stderr right away.
+/// Print one warning line on stderr right away, escaped.
 pub fn now(line: impl AsRef<str>) {
-    let _ = writeln!(std::io::stderr().lock(), "brig: {}", line.as_ref());
+    let _ = writeln!(std::io::stderr().lock(), "brig: {}", escaped(line.as_ref()));
+}
+
+/// A line for the terminal with its control characters escaped: a path, a
+/// label or a runtime's words may hold an escape sequence a guest or a
+/// hostile profile put there, which must not move the cursor, retitle the
+/// window or hide the rest of the line.
+pub fn escaped(text: &str) -> String {
+    text.chars().flat_map(|c| if c.is_control() { c.escape_debug().collect::<Vec<_>>() } else { vec![c] }).collect()
 }
 
 /// Where warnings go: the terminal for the CLI, a list for brigd.
@@ -43,5 +51,16 @@ impl Warnings {
 
     pub fn lines(&self) -> &[String] {
         &self.lines
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn control_characters_are_escaped() {
+        assert_eq!(escaped("a\u{1b}[2Jb\nc\u{9b}d"), "a\\u{1b}[2Jb\\nc\\u{9b}d");
+        assert_eq!(escaped("/home/ü x"), "/home/ü x");
     }
 }

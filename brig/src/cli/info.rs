@@ -6,7 +6,7 @@
 use std::path::PathBuf;
 
 use crate::Error;
-use crate::cli::plan::{PlanData, escaped};
+use crate::cli::plan::PlanData;
 use crate::cli::{Context, print};
 use crate::engine::{Engine, Prompts, Request};
 use crate::exit::Code;
@@ -15,6 +15,7 @@ use crate::profile::Registry;
 use crate::runtime::Isolation;
 use crate::session::HomeSource;
 use crate::warn::Warnings;
+use crate::warn::escaped;
 
 #[derive(Debug, clap::Args)]
 pub struct InfoArgs {

@@ -118,7 +118,7 @@ pub fn main(args: impl IntoIterator<Item = OsString>) -> Outcome {
 
 /// `brig: error: <message>: <source>: <source>…` on stderr.
 fn print_error(err: &Error) {
-    let _ = writeln!(std::io::stderr().lock(), "brig: error: {}", crate::error::chain(err));
+    let _ = writeln!(std::io::stderr().lock(), "brig: error: {}", crate::warn::escaped(&crate::error::chain(err)));
 }
 
 /// clap's own help and version go to stdout with exit 0; every usage

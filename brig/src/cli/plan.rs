@@ -190,19 +190,4 @@ fn render(data: &PlanData) -> String {
     rows.iter().map(|(k, v)| format!("{k:<12} {v}\n")).collect()
 }
 
-/// Untrusted text (a path, a runtime's words) printed with control
-/// characters escaped, so it cannot move the cursor or rewrite the line.
-pub fn escaped(text: &str) -> String {
-    text.chars().flat_map(|c| if c.is_control() { c.escape_debug().collect::<Vec<_>>() } else { vec![c] }).collect()
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn control_characters_are_escaped() {
-        assert_eq!(escaped("a\u{1b}[2Jb\nc"), "a\\u{1b}[2Jb\\nc");
-        assert_eq!(escaped("/home/ü x"), "/home/ü x");
-    }
-}
+use crate::warn::escaped;
