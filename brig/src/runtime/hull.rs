@@ -473,14 +473,7 @@ impl Runtime for HullCli {
     }
 
     fn logs(&self, name: &str, follow: bool, tail: Option<u32>) -> Command {
-        let mut cmd = self.cmd(false).arg("logs");
-        if follow {
-            cmd = cmd.arg("--follow");
-        }
-        if let Some(n) = tail {
-            cmd = cmd.args(["--tail", &n.to_string()]);
-        }
-        cmd.arg(name)
+        Core::logs(self.cmd(false), name, follow, tail)
     }
 }
 

@@ -109,6 +109,18 @@ impl Core {
         }
     }
 
+    /// `logs [--follow] [--tail N] <name>`, which every dialect spells alike.
+    pub fn logs(cmd: Command, name: &str, follow: bool, tail: Option<u32>) -> Command {
+        let mut cmd = cmd.arg("logs");
+        if follow {
+            cmd = cmd.arg("--follow");
+        }
+        if let Some(n) = tail {
+            cmd = cmd.args(["--tail", &n.to_string()]);
+        }
+        cmd.arg(name)
+    }
+
     /// Whether a failed call's words say the sandbox does not exist.
     pub fn says_missing(&self, err: &process::Error) -> bool {
         err.stderr().map(runtime_words).is_some_and(|w| (self.missing)(&w))

@@ -566,14 +566,7 @@ impl Runtime for OciCli {
     }
 
     fn logs(&self, name: &str, follow: bool, tail: Option<u32>) -> Command {
-        let mut cmd = self.cmd().arg("logs");
-        if follow {
-            cmd = cmd.arg("--follow");
-        }
-        if let Some(n) = tail {
-            cmd = cmd.args(["--tail", &n.to_string()]);
-        }
-        cmd.arg(name)
+        Core::logs(self.cmd(), name, follow, tail)
     }
 }
 
