@@ -601,7 +601,79 @@ pub fn home_source_word(source: &HomeSource) -> &'static str {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::runtime::{Kind, Listed, adapter::label};
     use rstest::rstest;
+
+    fn record(project: Option<&str>) -> Record {
+        Record {
+            agent: "lab-agent".into(),
+            label: Some("x".into()),
+            home: "/state/homes/brig-lab-agent-x".into(),
+            home_created_by_brig: true,
+            project: project.map(PathBuf::from),
+            network: Some("isolated".into()),
+            image: None,
+            emptied_home: false,
+            recreating: false,
+            runtime: Some("nerdctl".into()),
+            isolation: Some("container".into()),
+        }
+    }
+
+    fn found(state: State, project: Option<&str>) -> Found {
+        let labels = [(label::AGENT, "lab-agent"), (label::PROJECT, project.unwrap_or_default())];
+        Found {
+            listed: Listed {
+                name: "brig-lab-agent-x".into(),
+                state,
+                labels: labels.into_iter().map(|(k, v)| (k.to_owned(), v.to_owned())).collect(),
+            },
+            mounts: Vec::new(),
+        }
+    }
+
+    /// (the sandbox as found, the project wanted) → what apply does.
+    #[rstest]
+    #[case::nothing_there(None, Some("/p"), Action::Boot)]
+    #[case::running_same_project(Some(found(State::Running, Some("/p"))), Some("/p"), Action::Reuse)]
+    #[case::stopped_same_project(Some(found(State::Stopped, Some("/p"))), Some("/p"), Action::Start)]
+    #[case::running_other_project(
+        Some(found(State::Running, Some("/p"))),
+        Some("/q"),
+        Action::Recreate { from: Some("/p".into()) }
+    )]
+    #[case::project_dropped(Some(found(State::Stopped, Some("/p"))), None, Action::Recreate { from: Some("/p".into()) })]
+    #[case::first_project(Some(found(State::Running, None)), Some("/p"), Action::Recreate { from: None })]
+    #[case::no_project_either_way(Some(found(State::Running, None)), None, Action::Reuse)]
+    fn actions(#[case] existing: Option<Found>, #[case] wanted: Option<&str>, #[case] want: Action) {
+        assert_eq!(action(existing.as_ref(), Some(&record(Some("/p"))), wanted.map(Path::new)), want);
+    }
+
+    /// The index is taken at its word only when it records this very
+    /// runtime and home, and no recreate or removal is pending.
+    #[rstest]
+    #[case::complete(|_: &mut Record| {}, Kind::Nerdctl, true)]
+    #[case::other_runtime(|_: &mut Record| {}, Kind::Podman, false)]
+    #[case::other_home(|r: &mut Record| r.home = "/elsewhere".into(), Kind::Nerdctl, false)]
+    #[case::recreating(|r: &mut Record| r.recreating = true, Kind::Nerdctl, false)]
+    #[case::emptied(|r: &mut Record| r.emptied_home = true, Kind::Nerdctl, false)]
+    #[case::no_runtime_recorded(|r: &mut Record| r.runtime = None, Kind::Nerdctl, false)]
+    #[case::no_isolation_recorded(|r: &mut Record| r.isolation = None, Kind::Nerdctl, false)]
+    fn trusting_the_record(#[case] change: fn(&mut Record), #[case] runtime: Kind, #[case] trusted: bool) {
+        let mut r = record(Some("/p"));
+        change(&mut r);
+        let home = GuestHome { path: "/state/homes/brig-lab-agent-x".into(), source: HomeSource::Default };
+        let got = assumed_running(Some(&r), runtime, &home, "brig-lab-agent-x");
+        assert_eq!(got.is_some(), trusted);
+        if let Some(found) = got {
+            assert_eq!(found.listed.state, State::Running);
+            // What the record says is what the plan reads back from it.
+            let facts = super::super::Facts::read(&found.listed, None, &[]);
+            assert_eq!(facts.project.as_deref(), Some(Path::new("/p")));
+            assert_eq!(facts.isolation.as_deref(), Some("container"));
+        }
+        assert!(assumed_running(None, runtime, &home, "brig-lab-agent-x").is_none());
+    }
 
     #[rstest]
     #[case::plain("localhost/brig-lab/guest:latest", true)]
