@@ -87,6 +87,7 @@ fn listed_row(listed: &Listed, record: Option<&Record>, names: &[String]) -> Row
         state: match listed.state {
             State::Running => "running",
             State::Stopped => "stopped",
+            State::Unknown => "unknown",
         },
         running: listed.state == State::Running,
         running_error: None,

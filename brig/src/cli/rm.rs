@@ -71,7 +71,11 @@ fn remove_all(engine: &mut Engine<'_>, args: &RmArgs, ctx: &Context) -> Result<C
         .iter()
         .map(|l| {
             let shown = Facts::read(l, index.get(&l.name), &names).reference().unwrap_or_else(|| "-".to_owned());
-            let state = if l.state == State::Running { "running" } else { "stopped" };
+            let state = match l.state {
+                State::Running => "running",
+                State::Stopped => "stopped",
+                State::Unknown => "unknown",
+            };
             format!("{shown}  {}  {state}\n", l.name)
         })
         .collect();

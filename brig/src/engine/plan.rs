@@ -489,6 +489,9 @@ pub fn action(existing: Option<&Found>, record: Option<&Record>, wanted: Option<
     match found.listed.state {
         State::Running => Action::Reuse,
         State::Stopped => Action::Start,
+        // A lookup reports an unreadable state as an error; should one
+        // reach here all the same, nothing is done to the sandbox.
+        State::Unknown => Action::Reuse,
     }
 }
 

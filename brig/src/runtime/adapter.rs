@@ -29,6 +29,10 @@ pub mod label {
 pub enum State {
     Running,
     Stopped,
+    /// The runtime listed the sandbox but could not read its state itself
+    /// (nerdctl says `Unknown` when a task lookup fails under load). Never
+    /// taken for stopped: brig does not act on it.
+    Unknown,
 }
 
 /// One row of a listing.

@@ -189,7 +189,13 @@ fn state_of(word: &str) -> State {
     // "Up", "Up 3 seconds", "running" are running; "Exited (0) …", "Created",
     // "exited", "created", "stopped", "paused" all mean not running now.
     let word = word.trim().to_ascii_lowercase();
-    if word == "running" || word.starts_with("up") { State::Running } else { State::Stopped }
+    if word == "running" || word.starts_with("up") {
+        State::Running
+    } else if word.is_empty() || word.starts_with("unknown") {
+        State::Unknown
+    } else {
+        State::Stopped
+    }
 }
 
 /// Parse `ps -a` output in `kind`'s dialect, keeping brig's sandboxes only.
@@ -590,6 +596,18 @@ mod tests {
         let rows = parse_list(Kind::Podman, &testdata("podman-ps-a-json.txt")).unwrap();
         assert!(rows.iter().any(|r| r.name == "brig-probe" && r.state == State::Running), "{rows:?}");
         assert!(rows.iter().any(|r| r.state == State::Stopped), "{rows:?}");
+    }
+
+    #[rstest::rstest]
+    #[case("Up 3 seconds", State::Running)]
+    #[case("running", State::Running)]
+    #[case("Exited (0) 2 seconds ago", State::Stopped)]
+    #[case("Created", State::Stopped)]
+    #[case("configured", State::Stopped)]
+    #[case("Unknown", State::Unknown)]
+    #[case("", State::Unknown)]
+    fn listed_states(#[case] word: &str, #[case] want: State) {
+        assert_eq!(state_of(word), want);
     }
 
     #[test]

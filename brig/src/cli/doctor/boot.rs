@@ -343,6 +343,10 @@ fn start(runtime: &dyn Runtime, facts: &Facts, deadline: &Deadline) -> Outcome {
             elapsed,
             words: format!("{} lists {} as stopped: its first process exited", facts.kind, facts.sandbox),
         },
+        Some(State::Unknown) => Outcome::Failed {
+            elapsed,
+            words: format!("{} lists {} in a state it cannot read", facts.kind, facts.sandbox),
+        },
         None => Outcome::Failed {
             elapsed,
             words: format!("{} does not list {} after starting it", facts.kind, facts.sandbox),

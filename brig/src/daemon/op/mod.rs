@@ -115,6 +115,7 @@ fn liveness(listing: &Result<Vec<Listed>, String>, sandbox: &str) -> Liveness {
         Ok(listed) => match listed.iter().find(|l| l.name == sandbox).map(|l| l.state) {
             Some(State::Running) => Liveness::Running,
             Some(State::Stopped) | None => Liveness::Stopped,
+            Some(State::Unknown) => Liveness::Unknown(format!("the runtime reports the state of {sandbox} as unknown")),
         },
         Err(words) => Liveness::Unknown(words.clone()),
     }
