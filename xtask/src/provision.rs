@@ -14,7 +14,7 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
-use anyhow::{Context as _, Result, bail};
+use anyhow::{Context as _, Result, bail, ensure};
 
 /// Debian packages the lab needs, each with a file that proves it is usable.
 /// The list follows the runtime spec: the two runtimes and their plumbing,
@@ -46,6 +46,21 @@ const NERDCTL: GoTool = GoTool {
     package: "./cmd/nerdctl",
     version_ldflag: "github.com/containerd/nerdctl/pkg/version.Version",
     version_args: &["--version"],
+    patches: &[NERDCTL_EXEC_DRAINS_OUTPUT],
+    suffix: "brig.1",
+};
+
+/// nerdctl 1.7's `exec` returns as soon as the process's exit status
+/// arrives, and its deferred `process.Delete` cancels the copying of the
+/// process's output: under load, a short command's output is lost while the
+/// exit status is 0 (measured here: 27 of 640 `nerdctl exec <box> cat <file>`
+/// printed nothing, 16 at a time beside two busy loops; the lab saw it as a
+/// guest probe printing nothing). Waiting for the output to be copied before
+/// returning fixes it; later nerdctl releases wait the same way.
+const NERDCTL_EXEC_DRAINS_OUTPUT: Patch = Patch {
+    file: "pkg/cmd/container/exec.go",
+    find: "\tstatus := <-statusC\n\tcode, _, err := status.Result()\n",
+    replace: "\tstatus := <-statusC\n\t// Patched by brig's provisioning: copy all of the process's output\n\t// before the deferred Delete cancels it.\n\tprocess.IO().Wait()\n\tcode, _, err := status.Result()\n",
 };
 
 /// cosign signs the lab's test images for the verify family.
@@ -56,6 +71,8 @@ const COSIGN: GoTool = GoTool {
     package: "./cmd/cosign",
     version_ldflag: "sigs.k8s.io/release-utils/version.gitVersion",
     version_args: &["version"],
+    patches: &[],
+    suffix: "",
 };
 
 /// Where the built binaries are copied so that every shell finds them. A copy,
@@ -93,6 +110,26 @@ struct GoTool {
     package: &'static str,
     version_ldflag: &'static str,
     version_args: &'static [&'static str],
+    /// Fixes applied to the module's source before it is built; the built
+    /// version then reads `<version>+<suffix>`, so a build without them is
+    /// told apart and rebuilt.
+    patches: &'static [Patch],
+    suffix: &'static str,
+}
+
+/// One exact edit of a module source file: `find` must occur exactly once.
+#[derive(Debug, Clone, Copy)]
+struct Patch {
+    file: &'static str,
+    find: &'static str,
+    replace: &'static str,
+}
+
+impl GoTool {
+    /// The version the built binary must report.
+    fn built_version(&self) -> String {
+        if self.suffix.is_empty() { self.version.to_owned() } else { format!("{}+{}", self.version, self.suffix) }
+    }
 }
 
 /// One line of the closing table.
@@ -377,14 +414,15 @@ fn ensure_go_tool(go: &Path, cache: &Path, tool: GoTool, report: &mut Report) ->
     let built = bin_dir.join(tool.name);
     let installed = Path::new(INSTALL_DIR).join(tool.name);
 
+    let want = tool.built_version();
     let mut action = "present";
-    if tool_version(&built, tool).as_deref() != Some(tool.version) {
+    if tool_version(&built, tool).as_deref() != Some(want.as_str()) {
         build_go_tool(go, cache, tool, &built)?;
         action = "built";
     }
     let got = tool_version(&built, tool);
-    if got.as_deref() != Some(tool.version) {
-        bail!("built {} reports {got:?}, want {}", built.display(), tool.version);
+    if got.as_deref() != Some(want.as_str()) {
+        bail!("built {} reports {got:?}, want {want}", built.display());
     }
 
     if !same_file_content(&built, &installed) {
@@ -398,7 +436,7 @@ fn ensure_go_tool(go: &Path, cache: &Path, tool: GoTool, report: &mut Report) ->
             action = "copied";
         }
     }
-    report.add(tool.name, tool.version, format!("{action} ({})", installed.display()));
+    report.add(tool.name, &want, format!("{action} ({})", installed.display()));
     Ok(())
 }
 
@@ -436,13 +474,14 @@ fn build_go_tool(go: &Path, cache: &Path, tool: GoTool, out: &Path) -> Result<()
     if let Some(err) = info.get("Error").and_then(|e| e.as_str()) {
         bail!("go mod download {spec}: {err}");
     }
-    let dir = info
+    let module_dir = info
         .get("Dir")
         .and_then(|d| d.as_str())
         .with_context(|| format!("go mod download {spec}: no Dir in its answer"))?;
+    let dir = if tool.patches.is_empty() { PathBuf::from(module_dir) } else { patched_copy(cache, tool, module_dir)? };
 
     let log = fs::File::create(&log_path)?;
-    let ldflags = format!("-s -w -X {}={}", tool.version_ldflag, tool.version);
+    let ldflags = format!("-s -w -X {}={}", tool.version_ldflag, tool.built_version());
     let status = Command::new(go)
         .args(["build", "-trimpath", "-buildvcs=false", "-ldflags", &ldflags, "-o"])
         .arg(out)
@@ -463,6 +502,33 @@ fn build_go_tool(go: &Path, cache: &Path, tool: GoTool, out: &Path) -> Result<()
         bail!("go build {spec} failed ({status}):\n{}", tail(&text, 10));
     }
     Ok(())
+}
+
+/// A writable copy of a module's source with `tool.patches` applied, under
+/// the cache; made anew for every build.
+fn patched_copy(cache: &Path, tool: GoTool, module_dir: &str) -> Result<PathBuf> {
+    let dir = cache.join("src").join(format!("{}-{}", tool.name, tool.built_version()));
+    if dir.exists() {
+        // Copied from the read-only module cache, so made writable to go.
+        run_quiet(Command::new("chmod").args(["-R", "u+w"]).arg(&dir), "chmod")?;
+        fs::remove_dir_all(&dir).with_context(|| format!("remove {}", dir.display()))?;
+    }
+    fs::create_dir_all(dir.parent().context("no parent")?)?;
+    run_quiet(Command::new("cp").args(["-R", module_dir]).arg(&dir), "cp")?;
+    run_quiet(Command::new("chmod").args(["-R", "u+w"]).arg(&dir), "chmod")?;
+    for patch in tool.patches {
+        let file = dir.join(patch.file);
+        let text = fs::read_to_string(&file).with_context(|| format!("read {}", file.display()))?;
+        let found = text.matches(patch.find).count();
+        ensure!(
+            found == 1,
+            "{}: the text to patch occurs {found} times, not once; the pinned source changed?",
+            file.display()
+        );
+        fs::write(&file, text.replacen(patch.find, patch.replace, 1))
+            .with_context(|| format!("write {}", file.display()))?;
+    }
+    Ok(dir)
 }
 
 /// Reads a hard limit ("Max open files", "Max processes") of this process.
@@ -624,6 +690,15 @@ fn print_manual_steps(missing: &[&str]) {
             n = tool.name,
             p = tool.package,
         );
+        for patch in tool.patches {
+            let _ = writeln!(
+                out,
+                "    (before building, {} needs the edit in xtask/src/provision.rs that waits for exec output; build with -X {}={})",
+                patch.file,
+                tool.version_ldflag,
+                tool.built_version()
+            );
+        }
     }
     let _ = writeln!(out, "  write {PODMAN_DROPIN}:");
     match podman_dropin_text() {
