@@ -149,16 +149,19 @@ impl Engine<'_> {
         }
         match &step {
             Action::Reuse => {}
-            Action::Start => match runtime.start(sandbox) {
-                Ok(()) => self.wait_ready(runtime, sandbox, plan.resolved.ready_timeout)?,
-                // A runtime that cannot restart an instance (hull) gets a
-                // fresh one with the same home, project and network.
-                Err(crate::runtime::Error::NoRestart { .. }) => {
-                    self.recreate(plan, &home, record)?;
-                    booted = true;
+            Action::Start => {
+                self.recheck(plan, &home)?;
+                match runtime.start(sandbox) {
+                    Ok(()) => self.wait_ready(runtime, sandbox, plan.resolved.ready_timeout)?,
+                    // A runtime that cannot restart an instance (hull) gets a
+                    // fresh one with the same home, project and network.
+                    Err(crate::runtime::Error::NoRestart { .. }) => {
+                        self.recreate(plan, &home, record)?;
+                        booted = true;
+                    }
+                    Err(err) => return Err(err.into()),
                 }
-                Err(err) => return Err(err.into()),
-            },
+            }
             Action::Recreate { from } => {
                 self.warnings.push(recreate_warning(sandbox, from.as_deref(), plan.project.as_deref()));
                 self.recreate(plan, &home, record)?;
@@ -170,6 +173,18 @@ impl Engine<'_> {
             }
         }
         Ok(Acted { home, step, booted, existing })
+    }
+
+    /// Before a stopped sandbox starts again: the runtime will bind the home
+    /// and every hostmount source by the paths it recorded at create, and
+    /// the guest could have put a link (or a FIFO) at any of them since.
+    /// Each is opened again by handle without following a link; anything
+    /// but the directory or file expected refuses the start (exit 1, naming
+    /// the link and its target). The sandbox is stopped, so its guest is not
+    /// there to swap a link between this check and the mount.
+    fn recheck(&self, plan: &Ready, home: &GuestHome) -> Result<(), Error> {
+        let prepared = prepare::create_home(&self.state_dir, plan.session.sandbox(), home)?;
+        prepare::hostmounts(&plan.profile, &prepared)
     }
 
     /// Remove the sandbox to boot it again with another project. The record
