@@ -120,7 +120,11 @@ fn engine_code(err: &crate::engine::Error) -> Code {
     use crate::engine::Error as E;
     match err {
         E::BadImage { .. } | E::UnmountablePath { .. } | E::UnusableName { .. } => Code::Usage,
-        E::GuiNotHere { .. } | E::Unpublished { .. } | E::OnOtherRuntime { .. } | E::Incomplete => Code::Failure,
+        E::GuiNotHere { .. }
+        | E::HandsOverHost { .. }
+        | E::Unpublished { .. }
+        | E::OnOtherRuntime { .. }
+        | E::Incomplete => Code::Failure,
     }
 }
 

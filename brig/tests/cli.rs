@@ -423,3 +423,31 @@ fn doctor_hypervisor_line_says_what_it_checked() {
     }
     assert!(json["data"].get("boot").is_none(), "{json}");
 }
+
+/// Decision 15: a named guest home or a project that would hand over the
+/// host is refused with exit 1 naming the rule, before any runtime is
+/// looked for and before anything is created.
+#[test]
+fn homes_and_projects_that_hand_over_the_host_are_refused() {
+    let s = Scratch::new("brig-cli", "hands-over");
+    let home = s.env().into_iter().find(|(k, _)| k == "HOME").map(|(_, v)| v).unwrap();
+    let state = s.state();
+    let cases: Vec<(Vec<String>, &str)> = vec![
+        (vec!["--home=/".into(), "claude".into()], "root directory"),
+        (vec![format!("--home={home}"), "claude".into()], "home directory itself"),
+        (vec!["--home=/etc".into(), "claude".into()], "/etc, a system directory"),
+        (vec!["--home=/var/lib/containerd".into(), "claude".into()], "/var, a system directory"),
+        (vec![format!("--home={}", state.display()), "claude".into()], "brig's state directory"),
+        (vec!["claude".into(), "/usr".into()], "/usr, a system directory"),
+    ];
+    for (args, says) in cases {
+        let mut line = vec!["run", "-d"];
+        line.extend(args.iter().map(String::as_str));
+        let run = s.brig(&line);
+        assert_exit(&run, 1, &["is refused: it", says]);
+        let plan = s.brig(&[&["plan"], &line[2..]].concat());
+        assert_exit(&plan, 1, &[says]);
+        assert!(plan.stdout.contains("REFUSED"), "{}", plan.stdout);
+    }
+    assert!(!state.join("homes").exists(), "a refused run created a home");
+}

@@ -11,6 +11,7 @@
 mod apply;
 mod boot;
 mod facts;
+mod host_paths;
 pub mod lock;
 pub mod plan;
 mod prepare;
@@ -52,6 +53,9 @@ pub enum Error {
         "sandbox name {sandbox} is not one every runtime accepts (at most {max} characters, and a single '.', '_' or '-' between letters and digits); choose another label"
     )]
     UnusableName { sandbox: String, max: usize },
+    /// Decision 15: mounting it would hand the guest the host.
+    #[error("{what} {path} is refused: {why}")]
+    HandsOverHost { what: &'static str, path: String, why: String },
     #[error(
         "the sandbox of {reference} was booted on {other}, which this run does not use; run with BRIG_RUNTIME={other}, or remove it there first with `BRIG_RUNTIME={other} brig rm {reference}`"
     )]

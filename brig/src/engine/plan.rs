@@ -302,10 +302,16 @@ impl Engine<'_> {
         }
         let home = home::resolve_home(&req.session, req.home_flag.as_deref(), self.env, &self.cwd)?;
         check_path("the guest home", &home.path)?;
+        // A default home is brig's own directory under its state; a home
+        // the user named, and every project, must not hand over the host.
+        if home.source != HomeSource::Default {
+            self.check_host_path("the guest home", &home.path)?;
+        }
         plan.home = Some(home.clone());
         let project = self.wanted_project(&req.project, record.as_ref())?;
         if let Some(p) = &project {
             check_path("the project", p)?;
+            self.check_host_path("the project", p)?;
         }
         plan.project = project.clone();
         plan.mounts = mounts(&req.profile, &home.path, project.as_deref());
@@ -412,6 +418,14 @@ impl Engine<'_> {
         settings.flag_bool("ALLOW_REFS")?;
         crate::settings::global::<Bool>(self.env, "BRIG_ALLOW_CONTAINER_ISOLATION")?;
         Ok(Resolved { image, mem, cpus, network, pull, verify, skills, ready_timeout })
+    }
+
+    /// Decision 15, for a path the guest would be able to write.
+    fn check_host_path(&self, what: &'static str, path: &Path) -> Result<(), EngineError> {
+        match super::host_paths::refusal(path, self.env, &self.state_dir) {
+            Some(why) => Err(EngineError::HandsOverHost { what, path: path.display().to_string(), why }),
+            None => Ok(()),
+        }
     }
 
     /// The project this run should mount, per the run line and the record.
