@@ -24,6 +24,12 @@ pub enum Invalid {
     BinaryRequired,
     #[error("guestHome \"{path}\" must be an absolute, clean path other than /")]
     GuestHomeNotAbsolute { path: String },
+    #[error("guestHome \"{path}\" lies in {dir}, which belongs to the guest's kernel and runtime, not to an agent")]
+    GuestHomeSystem { path: String, dir: String },
+    #[error(
+        "guestHome \"{path}\" holds a ':', a ',', a '\"' or a control character, which a runtime's mount argument cannot carry"
+    )]
+    GuestHomeUnmountable { path: String },
 
     #[error("secret name \"{name}\" must match [A-Za-z][A-Za-z0-9_-]* and be at most 128 characters")]
     SecretBadName { name: String },
@@ -113,6 +119,8 @@ pub enum PathProblem {
     NotClean,
     #[error("escapes the guest home")]
     Escapes,
+    #[error("holds a ':', a ',', a '\"' or a control character, which a runtime's mount argument cannot carry")]
+    Unmountable,
 }
 
 /// What is wrong with a tmpfs `at:`.
@@ -120,6 +128,8 @@ pub enum PathProblem {
 pub enum AtProblem {
     #[error("is not an absolute, clean path")]
     NotAbsolute,
+    #[error("holds a ':', a ',', a '\"' or a control character, which a runtime's mount argument cannot carry")]
+    Unmountable,
     #[error("is the root directory")]
     Root,
     #[error("overlaps the guest home")]
@@ -296,6 +306,16 @@ fn check_identity(p: &Profile) -> Result<(), Invalid> {
     if !is_clean_absolute(&p.guest_home) || p.guest_home == "/" {
         return Err(Invalid::GuestHomeNotAbsolute { path: p.guest_home.clone() });
     }
+    if unmountable(&p.guest_home) {
+        return Err(Invalid::GuestHomeUnmountable { path: p.guest_home.clone() });
+    }
+    // Mounting the agent's home over the guest's kernel and runtime
+    // interfaces would hide or replace them.
+    if let Some(dir) =
+        ["/proc", "/sys", "/dev", "/run"].iter().find(|d| p.guest_home == **d || is_under(&p.guest_home, d))
+    {
+        return Err(Invalid::GuestHomeSystem { path: p.guest_home.clone(), dir: (*dir).to_owned() });
+    }
     if p.mem == 0 {
         return Err(Invalid::NotPositive { field: "mem" });
     }
@@ -458,6 +478,9 @@ fn check_at(p: &Profile, v: &Volume, at: &str) -> Result<(), Invalid> {
     if !is_clean_absolute(at) {
         return Err(bad(AtProblem::NotAbsolute));
     }
+    if unmountable(at) {
+        return Err(bad(AtProblem::Unmountable));
+    }
     if at == "/" {
         return Err(bad(AtProblem::Root));
     }
@@ -546,6 +569,8 @@ fn check_relative(field: &'static str, path: &str) -> Result<(), Invalid> {
         Some(PathProblem::Escapes)
     } else if path.split('/').any(|c| c.is_empty() || c == "." || c == "..") {
         Some(PathProblem::NotClean)
+    } else if unmountable(path) {
+        Some(PathProblem::Unmountable)
     } else {
         None
     };
@@ -553,6 +578,12 @@ fn check_relative(field: &'static str, path: &str) -> Result<(), Invalid> {
         Some(problem) => Err(Invalid::BadPath { field, path: path.to_owned(), problem }),
         None => Ok(()),
     }
+}
+
+/// A character a runtime's mount argument cannot carry: `-v` and
+/// `--tmpfs` split on `:`, `--mount` on `,`.
+fn unmountable(path: &str) -> bool {
+    path.contains([':', ',', '"']) || path.chars().any(char::is_control)
 }
 
 fn is_clean_absolute(path: &str) -> bool {
@@ -611,6 +642,11 @@ mod tests {
     #[case::home_relative(replacing("/home/t", "home/t"), Some(Invalid::GuestHomeNotAbsolute { path: "home/t".into() }))]
     #[case::home_root(replacing("/home/t", "/"), Some(Invalid::GuestHomeNotAbsolute { path: "/".into() }))]
     #[case::home_unclean(replacing("/home/t", "/home/../t"), Some(Invalid::GuestHomeNotAbsolute { path: "/home/../t".into() }))]
+    #[case::home_proc(replacing("/home/t", "/proc/1"), Some(Invalid::GuestHomeSystem { path: "/proc/1".into(), dir: "/proc".into() }))]
+    #[case::home_dev(replacing("/home/t", "/dev"), Some(Invalid::GuestHomeSystem { path: "/dev".into(), dir: "/dev".into() }))]
+    #[case::home_run(replacing("/home/t", "/run/x"), Some(Invalid::GuestHomeSystem { path: "/run/x".into(), dir: "/run".into() }))]
+    #[case::home_runner_is_fine(replacing("/home/t", "/runner"), None)]
+    #[case::home_colon(replacing("/home/t", "/home/a:b"), Some(Invalid::GuestHomeUnmountable { path: "/home/a:b".into() }))]
     #[case::mem_zero(replacing("mem: 1", "mem: 0"), Some(Invalid::NotPositive { field: "mem" }))]
     #[case::mem_missing(replacing("mem: 1\n", ""), Some(Invalid::NotPositive { field: "mem" }))]
     #[case::cpus_zero(replacing("cpus: 1", "cpus: 0"), Some(Invalid::NotPositive { field: "cpus" }))]
@@ -737,6 +773,8 @@ mod tests {
     #[case::dot(volumes(&["{kind: tmpfs, path: ./a}"]), Some(Invalid::BadPath { field: "volumes", path: "./a".into(), problem: PathProblem::NotClean }))]
     #[case::inner_dotdot(volumes(&["{kind: tmpfs, path: a/../b}"]), Some(Invalid::BadPath { field: "volumes", path: "a/../b".into(), problem: PathProblem::NotClean }))]
     #[case::escapes(volumes(&["{kind: tmpfs, path: ../a}"]), Some(Invalid::BadPath { field: "volumes", path: "../a".into(), problem: PathProblem::Escapes }))]
+    #[case::colon(volumes(&["{kind: tmpfs, path: \"a:rw,exec\"}"]), Some(Invalid::BadPath { field: "volumes", path: "a:rw,exec".into(), problem: PathProblem::Unmountable }))]
+    #[case::comma(volumes(&["{kind: tmpfs, path: a}", "{kind: hostmount, path: \"a/b,c\"}"]), Some(Invalid::BadPath { field: "volumes", path: "a/b,c".into(), problem: PathProblem::Unmountable }))]
     #[case::home_itself(volumes(&["{kind: tmpfs, path: .}"]), Some(Invalid::BadPath { field: "volumes", path: ".".into(), problem: PathProblem::Empty }))]
     #[case::duplicate(volumes(&["{kind: tmpfs, path: a}", "{kind: tmpfs, path: a}"]), Some(Invalid::VolumeDuplicate { path: "a".into() }))]
     #[case::file_on_tmpfs(volumes(&["{kind: tmpfs, path: a, file: true}"]), Some(Invalid::VolumeFieldNotAllowed { path: "a".into(), kind: "tmpfs", field: "file" }))]
@@ -770,6 +808,7 @@ mod tests {
     #[case::unclean(at("/brig/../etc"), bad_at("/brig/../etc", AtProblem::NotAbsolute))]
     #[case::trailing(at("/brig/"), bad_at("/brig/", AtProblem::NotAbsolute))]
     #[case::root(at("/"), bad_at("/", AtProblem::Root))]
+    #[case::colon(at("/brig/c:ro"), bad_at("/brig/c:ro", AtProblem::Unmountable))]
     #[case::home(at("/home/t"), bad_at("/home/t", AtProblem::OverlapsGuestHome))]
     #[case::inside_home(at("/home/t/x"), bad_at("/home/t/x", AtProblem::OverlapsGuestHome))]
     #[case::above_home(at("/home"), bad_at("/home", AtProblem::OverlapsGuestHome))]
