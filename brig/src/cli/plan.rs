@@ -16,7 +16,7 @@ use crate::engine::{Engine, Plan, ProjectChoice, Prompts, Request};
 use crate::exit::{Code, exit_code};
 use crate::json::Envelope;
 use crate::profile::Registry;
-use crate::runtime::{Isolation, Kind};
+use crate::runtime::{Hardening, Isolation, Kind};
 use crate::settings::{Network, Verify};
 use crate::warn::Warnings;
 
@@ -59,6 +59,8 @@ pub struct PlanData {
     pub verify: Option<Verify>,
     pub network: Option<Network>,
     pub mounts: Vec<PlannedMount>,
+    /// What a container on the host's kernel is held to; `null` for a microVM.
+    pub hardening: Option<Hardening>,
     pub credentials: Vec<Credential>,
     pub refused: Option<Refused>,
 }
@@ -101,6 +103,7 @@ impl PlanData {
             verify: plan.resolved.as_ref().map(|r| r.verify),
             network: plan.resolved.as_ref().map(|r| r.network),
             mounts: plan.mounts.clone(),
+            hardening: (plan.isolation == Some(Isolation::Container)).then(Hardening::container),
             credentials: plan.credentials.clone(),
             refused: plan
                 .refused
@@ -174,6 +177,18 @@ fn render(data: &PlanData) -> String {
             crate::engine::plan::MountKind::Tmpfs => "tmpfs",
         };
         rows.push(("mount", format!("{} ← {host} [{what}, read-write]", escaped(&mount.guest))));
+    }
+    if let Some(h) = &data.hardening {
+        rows.push((
+            "hardening",
+            format!(
+                "{}capabilities {} only, at most {} processes, log files of at most {}",
+                if h.no_new_privileges { "no new privileges, " } else { "" },
+                h.capabilities.join(","),
+                h.pids_limit,
+                h.log_max_size
+            ),
+        ));
     }
     if data.credentials.is_empty() {
         rows.push(("credential", "none".to_owned()));

@@ -7,7 +7,7 @@ use super::plan::{MountKind, Ready, mounts};
 use crate::Error;
 use crate::profile::{EnvSource, Profile, Ref};
 use crate::runtime::adapter::label;
-use crate::runtime::{BootSpec, NetworkAttach, Runtime, Tmpfs};
+use crate::runtime::{BootSpec, Hardening, Isolation, NetworkAttach, Runtime, Tmpfs};
 use crate::session::{GuestHome, HomeSource};
 use crate::settings::{Network, Settings};
 
@@ -99,6 +99,7 @@ pub(super) fn spec(engine: &mut Engine<'_>, plan: &Ready, home: &GuestHome) -> R
         tmpfs,
         env,
         labels,
+        hardening: (plan.isolation == Isolation::Container).then(Hardening::container),
     })
 }
 

@@ -89,6 +89,38 @@ pub struct BootSpec {
     /// goes to the runtime child's environment, the name alone to argv.
     pub env: Vec<(String, String)>,
     pub labels: Vec<(String, String)>,
+    /// What a container on the host's kernel is held to; `None` for a
+    /// microVM, whose own kernel is the boundary.
+    pub hardening: Option<Hardening>,
+}
+
+/// What a sandbox sharing the host's kernel may do: no privilege gained
+/// through setuid or file capabilities, only the capabilities an agent
+/// needs, and bounded processes and log.
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Hardening {
+    pub no_new_privileges: bool,
+    /// The only capabilities kept; every other is dropped.
+    pub capabilities: Vec<&'static str>,
+    pub pids_limit: u32,
+    /// The runtime's log of the sandbox: at most this size per file.
+    pub log_max_size: &'static str,
+}
+
+impl Hardening {
+    /// brig's container profile: root in the guest may own and change its
+    /// files, switch users and signal its processes, and nothing else —
+    /// no raw sockets, device nodes, chroot, file capabilities, or
+    /// setuid-preserving writes, which a runtime's default set allows.
+    pub fn container() -> Hardening {
+        Hardening {
+            no_new_privileges: true,
+            capabilities: vec!["CHOWN", "DAC_OVERRIDE", "FOWNER", "KILL", "SETGID", "SETUID", "NET_BIND_SERVICE"],
+            pids_limit: 4096,
+            log_max_size: "20m",
+        }
+    }
 }
 
 /// A command to run in a sandbox.

@@ -509,6 +509,7 @@ mod tests {
             tmpfs: vec![Tmpfs { path: "/root/.claude".into(), options: "size=512m,mode=0700,nodev,nosuid".into() }],
             env: vec![("GH_TOKEN".into(), "ghp_s3cret".into()), ("HOME".into(), "/root".into())],
             labels: vec![("sh.brig.agent".into(), "claude-code".into())],
+            hardening: None,
         }
     }
 

@@ -12,7 +12,7 @@ mod invoke;
 mod oci;
 mod resolve;
 
-pub use adapter::{BootSpec, ExecSpec, Found, Listed, Mount, NetworkAttach, Runtime, State, Tmpfs};
+pub use adapter::{BootSpec, ExecSpec, Found, Hardening, Listed, Mount, NetworkAttach, Runtime, State, Tmpfs};
 pub use invoke::runtime_words;
 pub use oci::OciCli;
 pub use resolve::{Chosen, Resolved, resolve};

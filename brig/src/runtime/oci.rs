@@ -439,6 +439,17 @@ impl Runtime for OciCli {
         for (key, value) in &spec.labels {
             cmd = cmd.arg("--label").arg(format!("{key}={value}"));
         }
+        if let Some(h) = &spec.hardening {
+            if h.no_new_privileges {
+                cmd = cmd.args(["--security-opt", "no-new-privileges"]);
+            }
+            cmd = cmd.args(["--cap-drop", "ALL"]);
+            for cap in &h.capabilities {
+                cmd = cmd.args(["--cap-add", cap]);
+            }
+            cmd = cmd.args(["--pids-limit", &h.pids_limit.to_string()]);
+            cmd = cmd.args(["--log-opt", &format!("max-size={}", h.log_max_size)]);
+        }
         for (name, value) in &spec.env {
             cmd = cmd.args(["-e", name]).env(name, value);
         }
@@ -781,6 +792,7 @@ mod tests {
             }],
             env: vec![("TOKEN".into(), "s3cret".into())],
             labels: vec![("sh.brig.agent".into(), "a".into())],
+            hardening: Some(crate::runtime::Hardening::container()),
         };
         let err = rt.boot(&spec).unwrap_err();
         let Error::Operation { command: text, .. } = &err else { panic!("{err:?}") };
@@ -789,5 +801,10 @@ mod tests {
         assert!(!text.contains("s3cret"), "{text}");
         assert!(text.contains("--runtime io.containerd.runc.v2"), "{text}");
         assert!(text.contains("--tmpfs /root/.mem:size=16m,mode=0700,nodev,nosuid"), "{text}");
+        assert!(
+            text.contains("--security-opt no-new-privileges --cap-drop ALL --cap-add CHOWN"),
+            "a container is held to brig's profile: {text}"
+        );
+        assert!(text.contains("--pids-limit 4096 --log-opt max-size=20m"), "{text}");
     }
 }

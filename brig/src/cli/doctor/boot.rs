@@ -321,6 +321,9 @@ fn create(runtime: &dyn Runtime, facts: &Facts, deadline: &Deadline) -> (Outcome
         tmpfs: Vec::new(),
         env: Vec::new(),
         labels: vec![(runtime::adapter::label::ISOLATION.to_owned(), facts.isolation.to_string())],
+        // Held to what a real sandbox of this class is held to, so the boot
+        // proves what brig would boot.
+        hardening: (facts.isolation == crate::runtime::Isolation::Container).then(crate::runtime::Hardening::container),
     };
     let outcome = match runtime.boot(&spec) {
         Ok(()) => Outcome::Done { elapsed: started.elapsed() },
