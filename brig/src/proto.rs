@@ -52,7 +52,7 @@ pub struct Request {
 /// carries code 2.
 #[derive(Debug, thiserror::Error)]
 pub enum RequestError {
-    #[error("malformed request: not a JSON object")]
+    #[error("malformed request: not one JSON object with each key once")]
     Malformed(#[source] serde_json::Error),
     #[error("malformed request: id must be a string")]
     IdNotString,
@@ -65,6 +65,37 @@ pub enum RequestError {
     /// request.
     #[error("request line reached the limit of {limit} bytes without ending; closing the connection")]
     TooLong { limit: usize },
+}
+
+/// A request's top-level object, read strictly: a key given twice is
+/// malformed (seed 001 reads requests strictly). A plain map would keep the
+/// last of two `op`s, or `name`s, and act on what the client may not have
+/// meant.
+struct StrictObject(Map<String, Value>);
+
+impl<'de> Deserialize<'de> for StrictObject {
+    fn deserialize<D: serde::Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        struct Visitor;
+        impl<'de> serde::de::Visitor<'de> for Visitor {
+            type Value = StrictObject;
+
+            fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+                f.write_str("a JSON object")
+            }
+
+            fn visit_map<A: serde::de::MapAccess<'de>>(self, mut map: A) -> Result<StrictObject, A::Error> {
+                let mut object = Map::new();
+                while let Some((key, value)) = map.next_entry::<String, Value>()? {
+                    if object.contains_key(&key) {
+                        return Err(serde::de::Error::custom(format!("the key {key:?} is given twice")));
+                    }
+                    object.insert(key, value);
+                }
+                Ok(StrictObject(object))
+            }
+        }
+        deserializer.deserialize_map(Visitor)
+    }
 }
 
 /// A line that is not a request, with the `id` to echo when one could be read.
@@ -87,7 +118,7 @@ impl Rejected {
 /// is told which version this daemon speaks; the rest of the object must
 /// then be exactly one op with its fields.
 pub fn parse_request(line: &[u8]) -> Result<Request, Rejected> {
-    let mut object: Map<String, Value> =
+    let StrictObject(mut object) =
         serde_json::from_slice(line).map_err(|e| Rejected { id: None, error: RequestError::Malformed(e) })?;
     let id = match object.remove("id") {
         None => None,
@@ -243,8 +274,18 @@ mod tests {
     }
 
     #[rstest]
-    #[case("not json", None, "malformed request: not a JSON object: expected ident")]
-    #[case("[1]", None, "malformed request: not a JSON object: invalid type: sequence")]
+    #[case("not json", None, "malformed request: not one JSON object with each key once: expected ident")]
+    #[case("[1]", None, "malformed request: not one JSON object with each key once: invalid type: sequence")]
+    #[case(
+        r#"{"op":"status","op":"stop","agent":"x"}"#,
+        None,
+        "malformed request: not one JSON object with each key once: the key \"op\" is given twice"
+    )]
+    #[case(
+        r#"{"op":"ensure","agent":"a","agent":"b"}"#,
+        None,
+        "malformed request: not one JSON object with each key once: the key \"agent\" is given twice"
+    )]
     #[case(r#"{"id":7,"op":"status"}"#, None, "malformed request: id must be a string")]
     #[case(
         r#"{"id":"a","v":2,"op":"status"}"#,

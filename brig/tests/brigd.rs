@@ -474,3 +474,43 @@ fn brigd_writes_progress_to_its_stderr_only() {
     assert!(rest.is_empty(), "nothing but responses reaches a client: {:?}", String::from_utf8_lossy(&rest));
     assert!(daemon.stderr_text().contains("listening on"), "{}", daemon.stderr_text());
 }
+
+/// A flood of connections cannot exhaust brigd: beyond the cap, a
+/// connection gets one error line and is closed, the ones being served are
+/// untouched, and a closed one frees its place.
+#[test]
+fn connections_beyond_the_cap_get_one_line_and_a_close() {
+    let scratch = Scratch::new("bd", "conn-cap");
+    let daemon = scratch.daemon(&[("BRIGD_TEST_LIMITS", "connections=2")]);
+    // A connection that is served, once the daemon has let go of any
+    // before it (the start's own readiness probe included).
+    let served = || {
+        let deadline = std::time::Instant::now() + Duration::from_secs(5);
+        loop {
+            let mut client = daemon.connect();
+            client.send(r#"{"op":"version"}"#);
+            match client.recv() {
+                Some(v) if v["ok"] == json!(true) => return client,
+                other => assert!(std::time::Instant::now() < deadline, "no place was free: {other:?}"),
+            }
+            std::thread::sleep(Duration::from_millis(50));
+        }
+    };
+    let mut first = served();
+    let second = served();
+
+    let mut third = daemon.connect();
+    let refused = third.recv().expect("one line before the close");
+    assert_eq!(refused["ok"], json!(false), "{refused}");
+    assert_eq!(refused["code"], json!(1), "{refused}");
+    assert!(refused["error"].as_str().unwrap().contains("serving 2 connections"), "{refused}");
+    assert_eq!(third.recv(), None, "closed after its one line");
+
+    // Those being served still are.
+    assert_eq!(first.ask(r#"{"op":"version"}"#)["ok"], json!(true));
+    drop(second);
+    // The freed place is given back (once the daemon has seen the close).
+    let mut again = served();
+    assert_eq!(again.ask(r#"{"op":"version"}"#)["ok"], json!(true));
+    assert!(daemon.stderr_text().contains("the most brigd serves at once"), "the refusal is logged");
+}

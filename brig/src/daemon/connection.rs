@@ -20,6 +20,22 @@ use crate::proto::{Rejected, RequestError, Response, parse_request};
 
 /// Serve one connection until the client closes it, a limit is reached, or
 /// the daemon shuts down between requests.
+/// A connection beyond the cap: one line saying so, then the close.
+pub async fn refuse_busy(stream: UnixStream, shared: Arc<Shared>) {
+    let limit = shared.limits.connections;
+    tracing::warn!("refused a connection: {limit} are open, the most brigd serves at once");
+    let (mut reader, mut writer) = stream.into_split();
+    let line = Response::failure(
+        crate::Code::Failure.as_u8(),
+        format!("brigd is serving {limit} connections, the most it serves at once; try again when one closes"),
+    )
+    .to_line();
+    if send(&mut writer, &line, &shared).await {
+        let _ = writer.shutdown().await;
+        discard_briefly(&mut reader).await;
+    }
+}
+
 pub async fn serve(stream: UnixStream, shared: Arc<Shared>, mut shutdown: watch::Receiver<bool>) {
     let peer_uid = match stream.peer_cred() {
         Ok(cred) => cred.uid(),

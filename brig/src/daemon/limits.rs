@@ -23,6 +23,9 @@ pub struct Limits {
     pub write: Duration,
     /// How long a shutdown lets requests in flight finish.
     pub grace: Duration,
+    /// Connections served at once; one more gets a single error line and
+    /// is closed, so a flood of idle connections cannot exhaust brigd.
+    pub connections: usize,
 }
 
 impl Default for Limits {
@@ -32,13 +35,14 @@ impl Default for Limits {
             line_bytes: 1024 * 1024,
             write: Duration::from_secs(30),
             grace: Duration::from_secs(60),
+            connections: 256,
         }
     }
 }
 
 #[derive(Debug, thiserror::Error)]
 #[error(
-    "{TEST_LIMITS_VAR} has {entry:?}; want comma-separated idle_ms=N, line_bytes=N, write_ms=N, grace_ms=N with N > 0"
+    "{TEST_LIMITS_VAR} has {entry:?}; want comma-separated idle_ms=N, line_bytes=N, write_ms=N, grace_ms=N, connections=N with N > 0"
 )]
 pub struct LimitsError {
     entry: String,
@@ -58,6 +62,7 @@ impl Limits {
                 "line_bytes" => limits.line_bytes = usize::try_from(n).map_err(|_| bad())?,
                 "write_ms" => limits.write = Duration::from_millis(n),
                 "grace_ms" => limits.grace = Duration::from_millis(n),
+                "connections" => limits.connections = usize::try_from(n).map_err(|_| bad())?,
                 _ => return Err(bad()),
             }
         }
@@ -75,11 +80,15 @@ mod tests {
         assert_eq!(limits.idle, Duration::from_secs(300));
         assert_eq!(limits.line_bytes, 1 << 20);
         assert_eq!(limits.write, Duration::from_secs(30));
+        assert_eq!(limits.connections, 256);
     }
 
     #[test]
     fn the_test_variable_overrides_each_limit() {
-        let env = Environment::from_pairs([(TEST_LIMITS_VAR, "idle_ms=200, line_bytes=64,write_ms=50,grace_ms=10")]);
+        let env = Environment::from_pairs([(
+            TEST_LIMITS_VAR,
+            "idle_ms=200, line_bytes=64,write_ms=50,grace_ms=10,connections=3",
+        )]);
         let limits = Limits::from_env(&env).unwrap();
         assert_eq!(
             limits,
@@ -87,7 +96,8 @@ mod tests {
                 idle: Duration::from_millis(200),
                 line_bytes: 64,
                 write: Duration::from_millis(50),
-                grace: Duration::from_millis(10)
+                grace: Duration::from_millis(10),
+                connections: 3,
             }
         );
     }

@@ -179,6 +179,7 @@ async fn serve(
     let Signals { mut terminate, mut interrupt } = signals;
     let (stop, stopping) = watch::channel(false);
     let mut connections = JoinSet::new();
+    let open = Arc::new(tokio::sync::Semaphore::new(shared.limits.connections));
     tracing::info!(
         "brigd {} listening on {} (pid {})",
         BuildInfo::current().version,
@@ -189,9 +190,19 @@ async fn serve(
     loop {
         tokio::select! {
             accepted = listener.accept() => match accepted {
-                Ok((stream, _)) => {
-                    connections.spawn(connection::serve(stream, Arc::clone(&shared), stopping.clone()));
-                }
+                Ok((stream, _)) => match Arc::clone(&open).try_acquire_owned() {
+                    // The permit lives as long as the connection is served.
+                    Ok(permit) => {
+                        let serve = connection::serve(stream, Arc::clone(&shared), stopping.clone());
+                        connections.spawn(async move {
+                            serve.await;
+                            drop(permit);
+                        });
+                    }
+                    Err(_) => {
+                        connections.spawn(connection::refuse_busy(stream, Arc::clone(&shared)));
+                    }
+                },
                 Err(e) => {
                     // Out of descriptors, most likely: wait rather than spin.
                     tracing::warn!("accept failed: {e}");
