@@ -451,3 +451,19 @@ fn homes_and_projects_that_hand_over_the_host_are_refused() {
     }
     assert!(!state.join("homes").exists(), "a refused run created a home");
 }
+
+/// Text from a profile file reaches the terminal escaped: a description
+/// cannot move the cursor or retitle the window.
+#[test]
+fn a_profiles_control_characters_are_printed_escaped() {
+    let s = Scratch::new("brig-cli", "escaped");
+    s.write_profile(
+        "evil.yaml",
+        &format!("{}desc: \"a\\e]0;owned\\ab\\e[2J\"\n", CLAUDE_FILE_PROFILE.replace("name: claude", "name: evil")),
+    );
+    let run = s.brig(&["agent", "ls"]);
+    assert_exit(&run, 0, &[]);
+    let line = run.stdout.lines().find(|l| l.starts_with("evil")).expect("evil is listed");
+    assert!(!line.contains('\u{1b}') && !line.contains('\u{7}'), "{line:?}");
+    assert!(line.contains(r"a\u{1b}]0;owned\u{7}b\u{1b}[2J"), "{line:?}");
+}

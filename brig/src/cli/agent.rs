@@ -210,7 +210,10 @@ fn ls(registry: &Registry, ui: &mut Ui<'_>) -> Result<(), crate::Error> {
 }
 
 /// Left-aligned columns two spaces apart; the last column is not padded.
+/// Cells are escaped: a profile file's text is anyone's.
 fn table(header: [&str; 4], rows: &[[String; 4]]) -> String {
+    let rows: Vec<[String; 4]> = rows.iter().map(|row| row.clone().map(|cell| crate::warn::escaped(&cell))).collect();
+    let rows = rows.as_slice();
     let mut widths = header.map(str::len);
     for row in rows {
         for (w, cell) in widths.iter_mut().zip(row) {

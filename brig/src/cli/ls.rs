@@ -69,7 +69,11 @@ pub fn run(_args: LsArgs, ctx: &Context) -> Result<Code, Error> {
         print(format!("{}\n", Envelope::new("SandboxList", &rows).to_line()))?;
     } else if ctx.quiet {
         // Only rows whose ref every other verb accepts.
-        let refs: String = rows.iter().filter_map(|r| r.reference.as_ref()).map(|r| format!("{r}\n")).collect();
+        let refs: String = rows
+            .iter()
+            .filter_map(|r| r.reference.as_ref())
+            .map(|r| format!("{}\n", crate::warn::escaped(r)))
+            .collect();
         print(refs)?;
     } else {
         print(table(&rows))?;
@@ -114,6 +118,8 @@ fn unknown_row(sandbox: &str, record: &Record, words: &str) -> Row {
     }
 }
 
+/// The human table. Every cell is escaped: labels and homes are read back
+/// from sandboxes anyone may have created under a `brig-` name.
 fn table(rows: &[Row]) -> String {
     let cells: Vec<[String; 4]> = rows
         .iter()
@@ -124,6 +130,7 @@ fn table(rows: &[Row]) -> String {
                 r.state.to_owned(),
                 r.workspace.as_ref().map_or_else(|| "-".to_owned(), |w| w.display().to_string()),
             ]
+            .map(|cell| crate::warn::escaped(&cell))
         })
         .collect();
     let header = ["REF", "SANDBOX", "STATE", "WORKSPACE"].map(str::to_owned);
