@@ -285,11 +285,11 @@ impl Launch<'_> {
         // A command in a sandbox brig left running needs no runtime call
         // before the exec: the exec itself proves the sandbox runs, and the
         // full path takes over when the runtime says it does not. `-d` has
-        // no exec to prove it, and `--skills` writes into the home.
+        // no exec to prove it, `--skills` writes into the home, and an exec
+        // the runtime refuses may already have read from a pipe or a file on
+        // stdin, which a second exec could not read again: only a terminal or
+        // /dev/null lets the exec go first.
         let stdin = StdinKind::of_ours();
-        // An exec the runtime refuses may already have read from a pipe or a
-        // file on stdin, which a second exec could not read again: only a
-        // terminal or /dev/null lets the exec go first.
         let assume = !self.detach && !request.skills && stdin != StdinKind::Data;
         let ensured = if assume { engine.ensure_assuming(&request)? } else { engine.ensure(&request)? };
         if self.detach {
