@@ -107,13 +107,16 @@ pub fn engine_runtime(text: &str) -> Option<String> {
     found
 }
 
-/// nerdctl's network commands read every container's task and every
-/// network's config file, and fail ("task … not found", "error reading
-/// /etc/cni/net.d/…: no such file or directory") when another container or
-/// network goes away at that moment: a race with someone else, worth a retry.
+/// The runtimes' network commands read every container's task, every
+/// network's config file and the host's interfaces, and fail when another
+/// sandbox's goes away at that moment — nerdctl with "task … not found" or
+/// "error reading /etc/cni/net.d/…: no such file or directory", podman with
+/// "route ip+net: no such network interface": a race with someone else,
+/// worth a retry.
 fn raced(words: &str) -> bool {
     (words.contains("task") && words.contains("not found"))
         || (words.contains("error reading") && words.contains("no such file or directory"))
+        || words.contains("no such network interface")
 }
 
 /// nerdctl's create hook failing on a network config file another process
@@ -712,7 +715,9 @@ mod tests {
         assert!(raced(
             "1 errors: error reading /etc/cni/net.d/nerdctl-brig-x-net.conflist: open /etc/cni/net.d/nerdctl-brig-x-net.conflist: no such file or directory"
         ));
+        assert!(raced("route ip+net: no such network interface"));
         assert!(!raced(&runtime_words(&testdata("nerdctl-network-rm-in-use.stderr"))));
+        assert!(!raced(&runtime_words(&testdata("podman-network-rm-in-use.stderr"))));
     }
 
     #[test]
