@@ -376,13 +376,14 @@ fn shim(env: &Environment, adapter: &dyn Runtime) -> Check {
             "set BRIG_CONTAINERD_RUNTIME to a known shim such as io.containerd.urunc.v2",
         ),
         (_, Err(err)) => Check::problem("shim", err.to_string(), "set BRIG_ALLOW_CONTAINER_ISOLATION to 1 or 0"),
-        (Ok(Isolation::Microvm), _) => match missing_shim_binary(env, kind, &name) {
-            Some(binary) => Check::problem(
+        // The same check a boot makes before anything is created.
+        (Ok(Isolation::Microvm), _) => match adapter.check_shim() {
+            Err(runtime::Error::ShimMissing { binary, .. }) => Check::problem(
                 "shim",
                 format!("{name} would give microVM isolation, but {binary} is not on PATH"),
                 format!("install {binary} where containerd finds it, or set BRIG_CONTAINERD_RUNTIME"),
             ),
-            None => Check::new("shim", Mark::Ok, format!("{name}: microVM isolation")),
+            _ => Check::new("shim", Mark::Ok, format!("{name}: microVM isolation")),
         },
         (Ok(Isolation::Container), Ok(Some(crate::settings::Bool(true)))) => Check::new(
             "shim",
@@ -404,18 +405,6 @@ fn shim(env: &Environment, adapter: &dyn Runtime) -> Check {
             },
         ),
     }
-}
-
-/// containerd runs `io.containerd.<name>.<version>` as the binary
-/// `containerd-shim-<name>-<version>` from its PATH; ours is the best guess
-/// at that PATH available here.
-fn missing_shim_binary(env: &Environment, kind: Kind, shim: &str) -> Option<String> {
-    if kind != Kind::Nerdctl {
-        return None;
-    }
-    let rest = shim.strip_prefix("io.containerd.")?;
-    let binary = format!("containerd-shim-{}", rest.replace('.', "-"));
-    env.find_on_path(&binary).is_none().then_some(binary)
 }
 
 fn profile_dir(env: &Environment, registry: &Registry) -> Check {
@@ -624,7 +613,7 @@ mod tests {
         let conf = dir.join("containers.conf");
         std::fs::write(&conf, "[engine]\nruntime = \"runc\"\n").unwrap();
         let env = Environment::from_pairs([("CONTAINERS_CONF", conf.to_str().unwrap())]);
-        let podman = runtime::OciCli::podman("/bin/false".into(), std::slice::from_ref(&conf));
+        let podman = runtime::OciCli::podman("/bin/false".into(), runtime::podman_configured_runtime(&env));
         let check = shim(&env, &podman);
         assert_eq!(check.mark, Mark::Problem);
         assert!(
@@ -660,29 +649,4 @@ mod tests {
 
     use rstest::rstest;
     use std::os::unix::fs::PermissionsExt;
-
-    /// (runtime, the mode of a `containerd-shim-urunc-v2` on PATH, if any,
-    /// the shim asked for) → the binary reported missing.
-    #[rstest]
-    #[case::present(Kind::Nerdctl, Some(0o755), "io.containerd.urunc.v2", None)]
-    #[case::absent(Kind::Nerdctl, None, "io.containerd.urunc.v2", Some("containerd-shim-urunc-v2"))]
-    #[case::not_executable(Kind::Nerdctl, Some(0o644), "io.containerd.urunc.v2", Some("containerd-shim-urunc-v2"))]
-    #[case::other_shim(Kind::Nerdctl, Some(0o755), "io.containerd.kata.v2", Some("containerd-shim-kata-v2"))]
-    #[case::not_a_containerd_name(Kind::Nerdctl, None, "krun", None)]
-    #[case::podman_has_no_shims(Kind::Podman, None, "io.containerd.urunc.v2", None)]
-    fn shim_binary_on_path(
-        #[case] kind: Kind,
-        #[case] mode: Option<u32>,
-        #[case] shim: &str,
-        #[case] want: Option<&str>,
-    ) {
-        let bin = tempfile::tempdir().unwrap();
-        if let Some(mode) = mode {
-            let file = bin.path().join("containerd-shim-urunc-v2");
-            std::fs::write(&file, "#!/bin/sh\n").unwrap();
-            std::fs::set_permissions(&file, std::fs::Permissions::from_mode(mode)).unwrap();
-        }
-        let env = Environment::from_pairs([("PATH", bin.path().to_str().unwrap())]);
-        assert_eq!(missing_shim_binary(&env, kind, shim).as_deref(), want);
-    }
 }

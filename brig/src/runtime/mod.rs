@@ -76,7 +76,7 @@ pub fn open(resolved: &Resolved, env: &Environment, hypervisor: Option<String>) 
             let shim = env.get("BRIG_CONTAINERD_RUNTIME").unwrap_or(DEFAULT_SHIM).to_owned();
             Ok(Box::new(OciCli::nerdctl(resolved.bin.clone(), shim, env)))
         }
-        Kind::Podman => Ok(Box::new(OciCli::podman(resolved.bin.clone(), &podman_config_files(env)))),
+        Kind::Podman => Ok(Box::new(OciCli::podman(resolved.bin.clone(), podman_configured_runtime(env)))),
         Kind::Docker => Ok(Box::new(OciCli::new(Kind::Docker, resolved.bin.clone(), None))),
         // The backend (`BRIG_HYPERVISOR`, a profile's `hypervisor:`) does not
         // reach here yet; hull then boots on its default backend.

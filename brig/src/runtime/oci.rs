@@ -50,12 +50,9 @@ impl OciCli {
         OciCli { kind: Kind::Nerdctl, bin, shim: Some(shim), podman_runtime: None, shim_missing }
     }
 
-    /// A podman adapter using the runtime its configuration files name.
-    pub fn podman(bin: PathBuf, config_files: &[PathBuf]) -> Self {
-        let runtime = config_files
-            .iter()
-            .filter_map(|f| std::fs::read_to_string(f).ok())
-            .fold(None, |found, text| engine_runtime(&text).or(found));
+    /// A podman adapter handing sandboxes to `runtime`, the OCI runtime its
+    /// configuration names (see [`super::podman_configured_runtime`]).
+    pub fn podman(bin: PathBuf, runtime: Option<String>) -> Self {
         OciCli { kind: Kind::Podman, bin, shim: None, podman_runtime: runtime, shim_missing: None }
     }
 
@@ -725,6 +722,33 @@ mod tests {
         let words = "failed to create shim task: OCI runtime create failed: runc create failed: unable to start container process: error during container init: error running hook #0: error running hook: exit status 1, stdout: , stderr: time=\"x\" level=fatal msg=\"failed to check for default network: error parsing configuration list: unexpected end of JSON input\"";
         assert!(hook_raced(words));
         assert!(!hook_raced(&runtime_words(&testdata("nerdctl-run-image-missing.stderr"))));
+    }
+
+    /// (the mode of a `containerd-shim-urunc-v2` on PATH, if any, the shim
+    /// asked for) → the executable a boot (and doctor) reports missing.
+    #[rstest::rstest]
+    #[case::present(Some(0o755), "io.containerd.urunc.v2", None)]
+    #[case::absent(None, "io.containerd.urunc.v2", Some("containerd-shim-urunc-v2"))]
+    #[case::not_executable(Some(0o644), "io.containerd.urunc.v2", Some("containerd-shim-urunc-v2"))]
+    #[case::other_shim(Some(0o755), "io.containerd.kata.v2", Some("containerd-shim-kata-v2"))]
+    #[case::not_a_containerd_name(None, "krun", None)]
+    fn a_shim_must_be_on_path(#[case] mode: Option<u32>, #[case] shim: &str, #[case] want: Option<&str>) {
+        use std::os::unix::fs::PermissionsExt;
+        let bin = tempfile::tempdir().unwrap();
+        if let Some(mode) = mode {
+            let file = bin.path().join("containerd-shim-urunc-v2");
+            std::fs::write(&file, "#!/bin/sh\n").unwrap();
+            std::fs::set_permissions(&file, std::fs::Permissions::from_mode(mode)).unwrap();
+        }
+        let env = crate::environment::Environment::from_pairs([("PATH", bin.path().to_str().unwrap())]);
+        let got = match OciCli::nerdctl("/bin/false".into(), shim.to_owned(), &env).check_shim() {
+            Ok(()) => None,
+            Err(Error::ShimMissing { binary, .. }) => Some(binary),
+            Err(other) => panic!("{other:?}"),
+        };
+        assert_eq!(got.as_deref(), want);
+        // podman names no containerd shim.
+        assert!(OciCli::podman("/bin/false".into(), Some(shim.to_owned())).check_shim().is_ok());
     }
 
     #[test]
