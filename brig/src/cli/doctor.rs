@@ -646,7 +646,4 @@ mod tests {
             "ok  hypervisor kvm\n!!  shim       missing\n               fix: install it\n--  brigd      not running\n"
         );
     }
-
-    use rstest::rstest;
-    use std::os::unix::fs::PermissionsExt;
 }
