@@ -490,7 +490,8 @@ mod tests {
 
     #[test]
     fn a_passed_or_cancelled_deadline_starts_nothing() {
-        let marker = std::env::temp_dir().join(format!("brig-deadline-{}", std::process::id()));
+        let scratch = tempfile::tempdir().unwrap();
+        let marker = scratch.path().join("marker");
         let touch = || Command::new("/bin/touch").path_arg(&marker).output();
         let flag = Arc::new(AtomicBool::new(true));
         let cancelled = Deadline::at(Instant::now() + Duration::from_secs(60)).or_when(flag);

@@ -608,9 +608,8 @@ mod tests {
 
     #[test]
     fn a_refused_container_shim_gets_the_fix_of_its_own_runtime() {
-        let dir = std::env::temp_dir().join(format!("brig-doctor-shim-{}", std::process::id()));
-        std::fs::create_dir_all(&dir).unwrap();
-        let conf = dir.join("containers.conf");
+        let dir = tempfile::tempdir().unwrap();
+        let conf = dir.path().join("containers.conf");
         std::fs::write(&conf, "[engine]\nruntime = \"runc\"\n").unwrap();
         let env = Environment::from_pairs([("CONTAINERS_CONF", conf.to_str().unwrap())]);
         let podman = runtime::OciCli::podman("/bin/false".into(), runtime::podman_configured_runtime(&env));
@@ -631,7 +630,6 @@ mod tests {
             "{:?}",
             check.fix
         );
-        let _ = std::fs::remove_dir_all(&dir);
     }
 
     #[test]

@@ -299,9 +299,9 @@ mod tests {
     #[test]
     fn image_runs_claude_with_the_updater_off() {
         let userland = fake_userland();
-        let cache = std::env::temp_dir().join(format!("claude-code-image-test-{}", std::process::id()));
+        let scratch = tempfile::tempdir().unwrap();
+        let cache = scratch.path().join("cache");
         let image = fake_claude_code().image(&userland, &cache).unwrap();
-        std::fs::remove_dir_all(&cache).unwrap();
         assert!(image.references()[0].starts_with("localhost/brig-lab/claude-code:"));
         let archive = entries(&image.archive);
         let hex = image.config_digest.trim_start_matches("sha256:");

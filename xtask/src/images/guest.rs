@@ -192,7 +192,8 @@ mod tests {
 
     #[test]
     fn profile_binaries_refuse_names_that_are_not_plain() {
-        let dir = std::env::temp_dir().join(format!("guest-profiles-test-{}", std::process::id()));
+        let scratch = tempfile::tempdir().unwrap();
+        let dir = scratch.path().join("profiles");
         let write = |name: &str, text: &str| {
             std::fs::create_dir_all(&dir).unwrap();
             std::fs::write(dir.join(name), text).unwrap();
@@ -210,16 +211,14 @@ mod tests {
         }
         write("c.yaml", "binary: [not, a, string]\n");
         let unparsable = format!("{:#}", profile_binaries(&dir).unwrap_err());
-        std::fs::remove_dir_all(&dir).unwrap();
         for (bad, message) in ["../../etc/passwd", "-rf", ".hidden", "two words", "a/b", ""].iter().zip(&refusals) {
             assert!(message.ends_with(&format!("binary {bad:?} is not a plain file name")), "{message}");
         }
         assert!(unparsable.contains("reading binary: from") && unparsable.contains("c.yaml"), "{unparsable}");
 
-        let empty = std::env::temp_dir().join(format!("guest-profiles-empty-{}", std::process::id()));
-        std::fs::create_dir_all(&empty).unwrap();
-        let message = format!("{:#}", profile_binaries(&empty).unwrap_err());
-        std::fs::remove_dir_all(&empty).unwrap();
+        let empty = tempfile::tempdir().unwrap();
+        let empty = empty.path();
+        let message = format!("{:#}", profile_binaries(empty).unwrap_err());
         assert!(message.starts_with("no profiles (*.yaml) in"), "{message}");
     }
 

@@ -174,7 +174,8 @@ mod tests {
     /// would fail on this made-up package, is never asked.
     #[test]
     fn a_cached_tarball_matching_the_pin_is_used() {
-        let cache = std::env::temp_dir().join(format!("npm-cache-test-{}", std::process::id()));
+        let scratch = tempfile::tempdir().unwrap();
+        let cache = scratch.path().join("cache");
         let pkg = Pinned {
             name: "@brig-test/absent",
             version: "0.0.0",
@@ -183,7 +184,6 @@ mod tests {
         std::fs::create_dir_all(cache.join("npm")).unwrap();
         std::fs::write(pkg.cached(&cache), b"pretend tarball").unwrap();
         let found = fetch(pkg, &cache);
-        std::fs::remove_dir_all(&cache).unwrap();
         assert_eq!(found.unwrap(), (b"pretend tarball".to_vec(), false));
     }
 }

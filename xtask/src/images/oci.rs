@@ -423,7 +423,8 @@ pub mod tests {
 
     #[test]
     fn a_cached_layer_is_reused_only_while_it_unpacks_to_the_layer() {
-        let dir = std::env::temp_dir().join(format!("oci-layer-cache-test-{}", std::process::id()));
+        let scratch = tempfile::tempdir().unwrap();
+        let dir = scratch.path().join("cache");
         let tar = layer_tar(&small_tree()).unwrap();
         let (first, cached) = Layer::compress_cached(&tar, Compression::fast(), &dir).unwrap();
         assert!(!cached);
@@ -442,7 +443,6 @@ pub mod tests {
         let other = Layer::compress_cached(&other, Compression::fast(), &dir).unwrap().0;
         let left: Vec<String> =
             std::fs::read_dir(&dir).unwrap().map(|e| e.unwrap().file_name().to_string_lossy().into_owned()).collect();
-        std::fs::remove_dir_all(&dir).unwrap();
         assert_eq!(left, [format!("{}.1.{}.gz", other.diff_hex, other.gz_hex)]);
     }
 
