@@ -48,8 +48,14 @@ pub enum Error {
 }
 
 fn stderr_suffix(stderr: &str) -> String {
-    if stderr.is_empty() { String::new() } else { format!(": {stderr}") }
+    let first = first_lines(stderr);
+    if first.is_empty() { String::new() } else { format!(": {first}") }
 }
+
+/// The most of a failed child's stderr an error keeps: its lines stay
+/// lines, so a reader of the runtime's words can pick out the one that
+/// says why.
+const STDERR_KEPT: usize = 16 * 1024;
 
 impl Error {
     /// The child's own words, if it said anything.
@@ -296,7 +302,15 @@ impl Command {
         if status.success() {
             Ok(Output { stdout, stderr })
         } else {
-            Err(Error::Failed { command: self.summary(), status, stderr: first_lines(&stderr) })
+            let mut stderr = stderr;
+            if stderr.len() > STDERR_KEPT {
+                let mut cut = STDERR_KEPT;
+                while !stderr.is_char_boundary(cut) {
+                    cut -= 1;
+                }
+                stderr.truncate(cut);
+            }
+            Err(Error::Failed { command: self.summary(), status, stderr })
         }
     }
 

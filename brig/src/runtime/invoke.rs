@@ -17,18 +17,24 @@ use crate::process::{self, Command};
 /// unreachable runtime rather than left to hang a command.
 pub const QUERY_TIMEOUT: Duration = Duration::from_secs(10);
 
-/// The messages of a runtime's stderr, one per line, at most a few lines.
+/// The messages of a runtime's stderr, at most a few lines. When the
+/// runtime said it failed — a logrus line at `fatal` or `error` level, or
+/// an `Error: …`/`error: …` line — those lines are its reason, and the
+/// progress and warnings before them are left out.
 pub fn runtime_words(stderr: &str) -> String {
-    let lines: Vec<String> = stderr
-        .lines()
-        .map(str::trim)
-        .filter(|l| !l.is_empty())
+    let lines: Vec<&str> = stderr.lines().map(str::trim).filter(|l| !l.is_empty()).collect();
+    let failing = |l: &&str| {
+        l.contains("level=fatal") || l.contains("level=error") || l.starts_with("Error: ") || l.starts_with("error: ")
+    };
+    let chosen: Vec<&str> = if lines.iter().any(failing) { lines.into_iter().filter(failing).collect() } else { lines };
+    let words: Vec<String> = chosen
+        .into_iter()
         .map(|line| match logrus_message(line) {
             Some(msg) => msg,
             None => line.strip_prefix("Error: ").or_else(|| line.strip_prefix("error: ")).unwrap_or(line).to_owned(),
         })
         .collect();
-    process::first_lines(&lines.join("\n"))
+    process::first_lines(&words.join("\n"))
 }
 
 /// The `msg="…"` field of a logrus text line, unescaped (`\n` read as a
@@ -138,6 +144,14 @@ mod tests {
     #[case::podman("Error: no container with name or ID \"a\" found", "no container with name or ID \"a\" found")]
     #[case::hull("error: instance not found: a", "instance not found: a")]
     #[case::plain("something else", "something else")]
+    #[case::the_fatal_line_is_the_reason(
+        "time=\"x\" level=info msg=\"trying next host\" error=\"dial tcp\"\ntime=\"x\" level=fatal msg=\"failed to resolve reference \\\"r\\\": no such host\"",
+        "failed to resolve reference \"r\": no such host"
+    )]
+    #[case::podman_progress_then_error(
+        "Trying to pull r...\nError: initializing source docker://r: no such host",
+        "initializing source docker://r: no such host"
+    )]
     fn one_reader_for_every_dialect(#[case] stderr: &str, #[case] want: &str) {
         assert_eq!(runtime_words(stderr), want);
     }
