@@ -383,9 +383,24 @@ struct DaemonFacts {
     /// How many listings one ensure of a running sandbox made, untimed.
     ensure_listings: usize,
     calls: Vec<(String, Vec<String>)>,
+    flood: Option<Flood>,
 }
 
-/// The results for one runtime.
+/// brigd's memory before, during and after a flood of idle connections.
+struct Flood {
+    connections: usize,
+    /// How many of them got brigd's one-line refusal (beyond its cap).
+    refused: usize,
+    before_kib: u64,
+    peak_kib: u64,
+    after_kib: u64,
+    /// brigd answered a request after the flood.
+    answers: bool,
+}
+
+/// brigd's memory with this many idle connections open, and its bound.
+const FLOOD_CONNECTIONS: usize = 2000;
+const FLOOD_MAX_MIB: u64 = 150;
 struct Section {
     present: Present,
     samples: BTreeMap<Lane, Vec<f64>>,
@@ -599,6 +614,8 @@ impl<'a> Bench<'a> {
             self.daemon.status.push((count, containers, tally));
         }
         self.ensure_rounds(&daemon, &boxes[0], reps)?;
+        eprintln!("==> {}: brigd with {FLOOD_CONNECTIONS} idle connections", rt.bin());
+        self.daemon.flood = Some(flood(&daemon)?);
         eprintln!("==> {}: stopping brigd with SIGTERM", rt.bin());
         daemon.stop()?;
         eprintln!("==> {}: removing brigd's sandboxes", rt.bin());
@@ -850,6 +867,51 @@ impl Drop for Daemon {
             eprintln!("bench: stopping brigd: {err:#}");
         }
     }
+}
+
+/// Open `FLOOD_CONNECTIONS` connections that send nothing, read brigd's
+/// memory while they are open, close them, and read it again once brigd
+/// has let them go.
+fn flood(daemon: &Daemon) -> Result<Flood> {
+    use std::io::Read;
+    use std::os::unix::net::UnixStream;
+    // Room for the connections in this process's descriptor table.
+    let limit = rustix::process::getrlimit(rustix::process::Resource::Nofile);
+    let _ = rustix::process::setrlimit(
+        rustix::process::Resource::Nofile,
+        rustix::process::Rlimit { current: limit.maximum, maximum: limit.maximum },
+    );
+    let pid = daemon.child.id();
+    let before_kib = rss_kib(pid, "VmRSS")?;
+    let mut open = Vec::with_capacity(FLOOD_CONNECTIONS);
+    for _ in 0..FLOOD_CONNECTIONS {
+        open.push(UnixStream::connect(&daemon.socket).context("connecting to brigd")?);
+    }
+    std::thread::sleep(Duration::from_secs(2));
+    let mut refused = 0;
+    for stream in &mut open {
+        stream.set_read_timeout(Some(Duration::from_millis(1)))?;
+        let mut buf = [0u8; 512];
+        if matches!(stream.read(&mut buf), Ok(n) if n > 0 && String::from_utf8_lossy(&buf[..n]).contains("\"ok\":false"))
+        {
+            refused += 1;
+        }
+    }
+    let peak_kib = rss_kib(pid, "VmHWM")?;
+    drop(open);
+    std::thread::sleep(Duration::from_secs(2));
+    let after_kib = rss_kib(pid, "VmRSS")?;
+    let answers = request(&daemon.socket, r#"{"v":1,"op":"version"}"#).is_ok();
+    Ok(Flood { connections: FLOOD_CONNECTIONS, refused, before_kib, peak_kib, after_kib, answers })
+}
+
+/// A `/proc/<pid>/status` memory line, in KiB.
+fn rss_kib(pid: u32, key: &str) -> Result<u64> {
+    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).context("reading brigd's status")?;
+    status
+        .lines()
+        .find_map(|l| l.strip_prefix(key)?.strip_prefix(':')?.trim().strip_suffix(" kB")?.trim().parse().ok())
+        .with_context(|| format!("no {key} in brigd's status"))
 }
 
 fn plural(n: usize) -> &'static str {
@@ -1322,6 +1384,22 @@ fn render_section(w: &mut String, s: &Section) {
         e.listings as f64 / e.requests.max(1) as f64,
         verdict(e.boots == 0 && e.one_listing_each())
     );
+
+    if let Some(f) = &s.daemon.flood {
+        let pass = f.peak_kib < FLOOD_MAX_MIB * 1024 && f.answers;
+        let _ = writeln!(
+            w,
+            "| brigd under {} idle connections: resident memory under {FLOOD_MAX_MIB} MiB, and it returns \
+             | {:.1} MiB before, {:.1} MiB at the peak, {:.1} MiB after; {} connections refused beyond the cap; {} | – | {} |",
+            f.connections,
+            f.before_kib as f64 / 1024.0,
+            f.peak_kib as f64 / 1024.0,
+            f.after_kib as f64 / 1024.0,
+            f.refused,
+            if f.answers { "answers afterwards" } else { "does not answer afterwards" },
+            verdict(pass)
+        );
+    }
 
     let _ = writeln!(w, "\nWhat each side ran (`<sandbox>` is the sandbox's runtime name; brig's calls as its");
     let _ = writeln!(w, "`--verbose` log shows them, raw ones as the bench runs them):\n\n```text");

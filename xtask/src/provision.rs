@@ -35,6 +35,8 @@ const PACKAGES: &[&str] = &[
     "util-linux",
     "socat",
     "jq",
+    "git",
+    "keyutils",
 ];
 
 /// nerdctl 1.7.x is the last line that still talks to containerd 1.6, which is

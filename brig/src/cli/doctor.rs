@@ -188,7 +188,7 @@ fn plan_check(ctx: &Context, registry: &Registry, reference: &str) -> Result<(Ch
     )?;
     let (session, profile) = engine.session(reference, None)?;
     let plan = engine.plan(&crate::engine::Request::bare(session, profile));
-    let data = super::plan::PlanData::from_plan(&plan);
+    let data = super::plan::PlanData::from_plan(&plan, engine.state_dir());
     let check = match &data.refused {
         Some(refused) => Check::problem(
             "plan",

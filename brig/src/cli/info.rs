@@ -46,7 +46,7 @@ pub fn run(args: InfoArgs, ctx: &Context) -> Result<Code, Error> {
         ..Request::bare(session, profile)
     };
     let plan = engine.plan(&request);
-    let data = PlanData::from_plan(&plan);
+    let data = PlanData::from_plan(&plan, engine.state_dir());
     if ctx.json {
         print(format!("{}\n", Envelope::new("Info", &data).to_line()))?;
     } else {

@@ -81,7 +81,7 @@ pub struct Refused {
 }
 
 impl PlanData {
-    pub fn from_plan(plan: &Plan) -> PlanData {
+    pub fn from_plan(plan: &Plan, state_dir: &std::path::Path) -> PlanData {
         let session = &plan.session;
         PlanData {
             reference: session.typed().to_owned(),
@@ -103,7 +103,7 @@ impl PlanData {
             verify: plan.resolved.as_ref().map(|r| r.verify),
             network: plan.resolved.as_ref().map(|r| r.network),
             mounts: plan.mounts.clone(),
-            hardening: (plan.isolation == Some(Isolation::Container)).then(Hardening::container),
+            hardening: (plan.isolation == Some(Isolation::Container)).then(|| Hardening::container(state_dir)),
             credentials: plan.credentials.clone(),
             refused: plan
                 .refused
@@ -137,7 +137,7 @@ pub fn run(args: PlanArgs, ctx: &Context) -> Result<Code, Error> {
         ..Request::bare(session, profile)
     };
     let plan = engine.plan(&request);
-    let data = PlanData::from_plan(&plan);
+    let data = PlanData::from_plan(&plan, engine.state_dir());
     if ctx.json {
         print(format!("{}\n", Envelope::new("Plan", &data).to_line()))?;
     } else {
@@ -175,18 +175,22 @@ fn render(data: &PlanData) -> String {
             crate::engine::plan::MountKind::Hostmount if mount.file => "hostmount (file)",
             crate::engine::plan::MountKind::Hostmount => "hostmount",
             crate::engine::plan::MountKind::Tmpfs => "tmpfs",
+            crate::engine::plan::MountKind::Cover => "cover over the kept paths",
+            crate::engine::plan::MountKind::GitMetadata => "git metadata",
         };
-        rows.push(("mount", format!("{} ← {host} [{what}, read-write]", escaped(&mount.guest))));
+        let access = if mount.read_only { "read-only" } else { "read-write" };
+        rows.push(("mount", format!("{} ← {host} [{what}, {access}]", escaped(&mount.guest))));
     }
     if let Some(h) = &data.hardening {
         rows.push((
             "hardening",
             format!(
-                "{}capabilities {} only, at most {} processes, log files of at most {}",
+                "{}capabilities {} only, at most {} processes, log files of at most {}, seccomp profile {} (no keyring, namespaces, mounts or setuid bits)",
                 if h.no_new_privileges { "no new privileges, " } else { "" },
                 h.capabilities.join(","),
                 h.pids_limit,
-                h.log_max_size
+                h.log_max_size,
+                escaped(&h.seccomp.display().to_string()),
             ),
         ));
     }

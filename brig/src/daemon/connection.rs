@@ -123,11 +123,34 @@ async fn answer(line: &[u8], writer: &mut OwnedWriteHalf, shared: &Arc<Shared>) 
     let response = match parse_request(line) {
         Ok(request) => op::answer(shared, request).await,
         Err(rejected) => {
-            tracing::debug!("refused a request: {}", crate::error::chain(&rejected.error));
+            tracing::debug!("refused a request: {}", bounded(&crate::error::chain(&rejected.error)));
             rejected.response()
         }
     };
     send(writer, &response.to_line(), shared).await
+}
+
+/// The most of a client's words brigd writes to its log per line: a
+/// request can be a mebibyte, and an error may quote it.
+const LOG_BYTES: usize = 512;
+
+/// `text` cut to [`LOG_BYTES`] on a character boundary, with control
+/// characters escaped, so a client can neither flood the log nor write
+/// terminal sequences into it.
+fn bounded(text: &str) -> String {
+    let mut out = String::new();
+    for c in text.chars() {
+        if out.len() >= LOG_BYTES {
+            out.push_str("… (cut)");
+            break;
+        }
+        if c.is_control() {
+            out.extend(c.escape_default());
+        } else {
+            out.push(c);
+        }
+    }
+    out
 }
 
 /// Read and drop what a refused peer sends, for a moment, before closing.
@@ -168,5 +191,17 @@ async fn send(writer: &mut OwnedWriteHalf, line: &str, shared: &Shared) -> bool 
             tracing::info!("closing a connection that did not read its response within {:?}", shared.limits.write);
             false
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn log_lines_are_bounded_and_escaped() {
+        assert_eq!(bounded("op \u{1b}[2J"), "op \\u{1b}[2J");
+        let long = bounded(&"é".repeat(10_000));
+        assert!(long.len() < LOG_BYTES + 16 && long.ends_with("(cut)"), "{}", long.len());
     }
 }

@@ -175,16 +175,17 @@ impl Engine<'_> {
         Ok(Acted { home, step, booted, existing })
     }
 
-    /// Before a stopped sandbox starts again: the runtime will bind the home
-    /// and every hostmount source by the paths it recorded at create, and
-    /// the guest could have put a link (or a FIFO) at any of them since.
-    /// Each is opened again by handle without following a link; anything
-    /// but the directory or file expected refuses the start (exit 1, naming
-    /// the link and its target). The sandbox is stopped, so its guest is not
-    /// there to swap a link between this check and the mount.
+    /// Before a start: the stopped sandbox mounts the home, every hostmount
+    /// and the project's git metadata again from the paths it was made
+    /// with. Each is opened again by handle without following a link;
+    /// anything but the directory or file expected refuses the start (exit
+    /// 1, naming the link and its target). None of them can be swapped
+    /// between this check and the mount: hostmounts lie under the home's
+    /// keep directory and git metadata under a pinned `.git`, which no guest
+    /// can change.
     fn recheck(&self, plan: &Ready, home: &GuestHome) -> Result<(), Error> {
         let prepared = prepare::create_home(&self.state_dir, plan.session.sandbox(), home)?;
-        prepare::hostmounts(&plan.profile, &prepared)
+        prepare_mounts(plan, &prepared)
     }
 
     /// Remove the sandbox to boot it again with another project. The record
@@ -228,9 +229,9 @@ impl Engine<'_> {
             Some(p) => crate::session::project::guest_path(p),
             None => plan.profile.guest_home.clone(),
         };
-        let outcome = prepare::seed_onboarding(&plan.profile, &prepared, &workdir)
+        let outcome = prepare_mounts(plan, &prepared)
+            .and_then(|()| prepare::seed_onboarding(&plan.profile, &prepared, &workdir))
             .map(|lines| lines.into_iter().for_each(|line| self.warnings.push(line)))
-            .and_then(|()| prepare::hostmounts(&plan.profile, &prepared))
             .and_then(|()| boot::spec(self, plan, home))
             .and_then(|spec| {
                 tracing::info!("booting {sandbox} from {}", spec.image);
@@ -317,4 +318,14 @@ fn recreate_warning(sandbox: &str, old: Option<&std::path::Path>, new: Option<&s
         show(old),
         show(new)
     )
+}
+
+/// The host side of every mount inside the home and the project, made and
+/// checked through handles.
+fn prepare_mounts(plan: &Ready, home: &crate::session::PreparedHome) -> Result<(), Error> {
+    prepare::hostmounts(&plan.profile, home)?;
+    match &plan.project {
+        Some(project) => super::git_meta::prepare(project, &plan.git),
+        None => Ok(()),
+    }
 }

@@ -3,11 +3,11 @@
 //! labels and the network.
 
 use super::Engine;
-use super::plan::{MountKind, Ready, mounts};
+use super::plan::{Ready, mounts};
 use crate::Error;
 use crate::profile::{EnvSource, Profile, Ref};
 use crate::runtime::adapter::label;
-use crate::runtime::{BootSpec, Hardening, Isolation, NetworkAttach, Runtime, Tmpfs};
+use crate::runtime::{Bind, BootSpec, NetworkAttach, Runtime, Tmpfs};
 use crate::session::{GuestHome, HomeSource};
 use crate::settings::{Network, Settings};
 
@@ -63,15 +63,15 @@ pub fn with_network(mut spec: BootSpec, attach: NetworkAttach) -> BootSpec {
 /// host side of every hostmount was made by `prepare` before this.
 pub(super) fn spec(engine: &mut Engine<'_>, plan: &Ready, home: &GuestHome) -> Result<BootSpec, Error> {
     let profile = &plan.profile;
-    let planned = mounts(profile, &home.path, plan.project.as_deref());
+    let planned = mounts(profile, &home.path, plan.project.as_deref(), &plan.git);
     let binds = planned
         .iter()
-        .filter(|m| m.kind != MountKind::Tmpfs)
-        .filter_map(|m| m.host.clone().map(|host| (host, m.guest.clone())))
+        .filter(|m| !m.kind.is_tmpfs())
+        .filter_map(|m| m.host.clone().map(|host| Bind { host, guest: m.guest.clone(), read_only: m.read_only }))
         .collect();
     let tmpfs = planned
         .iter()
-        .filter(|m| m.kind == MountKind::Tmpfs)
+        .filter(|m| m.kind.is_tmpfs())
         .map(|m| Tmpfs { path: m.guest.clone(), options: m.options.clone().unwrap_or_default() })
         .collect();
     let mut env = vec![
@@ -99,7 +99,7 @@ pub(super) fn spec(engine: &mut Engine<'_>, plan: &Ready, home: &GuestHome) -> R
         tmpfs,
         env,
         labels,
-        hardening: (plan.isolation == Isolation::Container).then(Hardening::container),
+        hardening: engine.hardening(plan.isolation)?,
     })
 }
 

@@ -30,8 +30,71 @@ pub fn refusal(path: &Path, env: &Environment, state_dir: &Path) -> Option<Strin
     if state_dir.starts_with(path) {
         return Some(format!("it holds brig's state directory {}", state_dir.display()));
     }
+    if path.starts_with(state_dir) {
+        return Some(format!("it is inside brig's state directory {}", state_dir.display()));
+    }
     sockets(env).into_iter().find(|socket| socket.starts_with(path)).map(|socket| {
         format!("it holds {}, a socket through which the host's containers or brig are driven", socket.display())
+    })
+}
+
+/// What a sandbox mounts from the host that a guest can write.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Role {
+    Home,
+    Project,
+}
+
+impl Role {
+    fn word(self) -> &'static str {
+        match self {
+            Role::Home => "guest home",
+            Role::Project => "project",
+        }
+    }
+}
+
+/// A path another session mounts: its ref, what the path is to it, and
+/// the path.
+pub struct Mounted<'a> {
+    pub reference: String,
+    pub role: Role,
+    pub path: &'a Path,
+}
+
+/// Why `path`, mounted as `role`, may not sit where it does, or `None`.
+///
+/// A guest can rename, replace or plant links anywhere under what it
+/// mounts. Everything brig hands a runtime lies under a home or a project
+/// and is pinned inside every sandbox that mounts that home or project as
+/// such (a home's keep directory is covered, a project's git metadata is
+/// bound over itself), so another guest can swap none of it — unless it
+/// mounts the same directory some other way. So a home and a project of any
+/// sandboxes are never nested in one another, nor the same directory; two
+/// homes or two projects may be the same directory, never nested.
+pub fn apart(role: Role, path: &Path, own_home: &Path, others: &[Mounted<'_>]) -> Option<String> {
+    let overlap = |other: &Path| path.starts_with(other) || other.starts_with(path);
+    if role == Role::Project && overlap(own_home) {
+        return Some(format!(
+            "it and the guest home {} lie in one another; a project and a home must be separate directories",
+            own_home.display()
+        ));
+    }
+    others.iter().find(|o| overlap(o.path) && !(o.role == role && o.path == path)).map(|o| {
+        let relation = if o.path == path {
+            "is"
+        } else if path.starts_with(o.path) {
+            "lies inside"
+        } else {
+            "holds"
+        };
+        format!(
+            "it {relation} {}, the {} of {}, whose guest could then change what this sandbox mounts; use a separate directory, or remove that session with `brig rm {}`",
+            o.path.display(),
+            o.role.word(),
+            o.reference,
+            o.reference
+        )
     })
 }
 
@@ -85,8 +148,31 @@ mod tests {
     #[case::runtime_dir("/home/u/.rt", Some("podman.sock"))]
     #[case::docker_host("/home/u/sockets", Some("docker.sock"))]
     #[case::tmp("/tmp/x", None)]
+    #[case::inside_state_dir("/home/u/.brig/homes/brig-x", Some("inside brig's state directory"))]
     fn rules(#[case] path: &str, #[case] says: Option<&str>) {
         let got = refusal(Path::new(path), &env(), Path::new("/home/u/.brig"));
+        match (got, says) {
+            (None, None) => {}
+            (Some(why), Some(says)) => assert!(why.contains(says), "{path}: {why}"),
+            (got, _) => panic!("{path}: {got:?}"),
+        }
+    }
+
+    #[rstest]
+    #[case::same_home_shared(Role::Home, "/w/h", None)]
+    #[case::same_project_shared(Role::Project, "/w/p", None)]
+    #[case::home_inside_a_home(Role::Home, "/w/h/x", Some("lies inside /w/h, the guest home of a@one"))]
+    #[case::home_holding_a_project(Role::Home, "/w", Some("holds /w/h"))]
+    #[case::project_is_a_home(Role::Project, "/w/h", Some("is /w/h, the guest home of a@one"))]
+    #[case::project_inside_a_project(Role::Project, "/w/p/sub", Some("the project of b@two"))]
+    #[case::apart(Role::Project, "/w/q", None)]
+    #[case::own_home_inside_project(Role::Project, "/own", Some("lie in one another"))]
+    fn sandboxes_stay_apart(#[case] role: Role, #[case] path: &str, #[case] says: Option<&str>) {
+        let others = [
+            Mounted { reference: "a@one".into(), role: Role::Home, path: Path::new("/w/h") },
+            Mounted { reference: "b@two".into(), role: Role::Project, path: Path::new("/w/p") },
+        ];
+        let got = apart(role, Path::new(path), Path::new("/own/home"), &others);
         match (got, says) {
             (None, None) => {}
             (Some(why), Some(says)) => assert!(why.contains(says), "{path}: {why}"),

@@ -11,6 +11,8 @@
 mod apply;
 mod boot;
 mod facts;
+
+pub mod git_meta;
 mod host_paths;
 pub mod lock;
 pub mod plan;
@@ -196,6 +198,18 @@ impl<'a> Engine<'a> {
     /// The variables an exec in this profile's sandbox carries: the guest
     /// home as HOME, and the profile's bindings resolved now, so a value
     /// changed on the host since the boot arrives with the next exec.
+    /// What a sandbox of `isolation` is held to. For a container, brig's
+    /// seccomp profile is written to the state directory first, where the
+    /// runtime reads it at create.
+    pub fn hardening(&self, isolation: Isolation) -> Result<Option<runtime::Hardening>, crate::Error> {
+        if isolation != Isolation::Container {
+            return Ok(None);
+        }
+        let hardening = runtime::Hardening::container(&self.state_dir);
+        crate::profile::store::write_atomic(&self.state_dir, runtime::seccomp::FILE_NAME, &runtime::seccomp::bytes())?;
+        Ok(Some(hardening))
+    }
+
     pub fn exec_env(&mut self, profile: &Profile) -> Result<Vec<(String, String)>, crate::Error> {
         let mut env = vec![("HOME".to_owned(), profile.guest_home.clone())];
         env.extend(boot::forwarded(self, profile)?);

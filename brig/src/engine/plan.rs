@@ -12,6 +12,7 @@ use std::path::{Path, PathBuf};
 
 use serde::Serialize;
 
+use super::git_meta::GitPath;
 use super::{Engine, Error as EngineError, boot};
 use crate::Error;
 use crate::profile::{Kind as ProfileKind, Profile};
@@ -115,6 +116,17 @@ pub enum MountKind {
     Project,
     /// Memory only; nothing reaches the host disk.
     Tmpfs,
+    /// An empty read-only tmpfs hiding the home's keep directory.
+    Cover,
+    /// A file or directory of the project's git metadata through which a
+    /// host-side `git` would run code, read-only.
+    GitMetadata,
+}
+
+impl MountKind {
+    pub fn is_tmpfs(self) -> bool {
+        matches!(self, MountKind::Tmpfs | MountKind::Cover)
+    }
 }
 
 /// One mount the sandbox gets.
@@ -132,6 +144,9 @@ pub struct PlannedMount {
     /// tmpfs options.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub options: Option<String>,
+    /// The guest may read it and not change it.
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    pub read_only: bool,
 }
 
 /// A credential the run may carry, by name only: never a value.
@@ -165,6 +180,7 @@ pub struct Plan {
     pub existing: Option<Found>,
     pub action: Option<Action>,
     pub mounts: Vec<PlannedMount>,
+    pub git: Vec<GitPath>,
     pub refused: Option<Error>,
     /// `existing` was read from the session index, not from the runtime:
     /// see [`Engine::plan_assuming`].
@@ -189,6 +205,8 @@ pub struct Ready {
     pub runtime: Box<dyn Runtime>,
     pub isolation: Isolation,
     pub mounts: Vec<PlannedMount>,
+    /// The project's git metadata the sandbox protects.
+    pub git: Vec<GitPath>,
     pub action: Action,
     pub assumed: bool,
     pub existing: Option<Found>,
@@ -213,6 +231,7 @@ impl Plan {
             project: self.project,
             record: self.record,
             mounts: self.mounts,
+            git: self.git,
             action: self.action.ok_or_else(missing)?,
             assumed: self.assumed,
             existing: self.existing,
@@ -270,6 +289,7 @@ impl Engine<'_> {
             existing: None,
             action: None,
             mounts: Vec::new(),
+            git: Vec::new(),
             refused: None,
             assumed: false,
             generation: 0,
@@ -291,7 +311,8 @@ impl Engine<'_> {
         // Read before the record and the runtime, so that apply can tell
         // whether either may have changed since.
         plan.generation = super::lock::generation(&self.state_dir, sandbox);
-        let record = Index::load(&self.state_dir)?.get(sandbox).cloned();
+        let index = Index::load(&self.state_dir)?;
+        let record = index.get(sandbox).cloned();
         plan.record = record.clone();
         let recorded_network = record.as_ref().and_then(|r| r.network.as_deref()).and_then(Network::parse);
         let resolved = self.settings(req, recorded_network)?;
@@ -313,8 +334,17 @@ impl Engine<'_> {
             check_path("the project", p)?;
             self.check_host_path("the project", p)?;
         }
+        check_apart(sandbox, &home.path, project.as_deref(), &index)?;
+        let git = match &project {
+            Some(p) => super::git_meta::paths(p, self.env)?,
+            None => Vec::new(),
+        };
+        for path in &git {
+            check_path("the project's git metadata", &project.as_deref().unwrap_or(Path::new("/")).join(&path.rel))?;
+        }
         plan.project = project.clone();
-        plan.mounts = mounts(&req.profile, &home.path, project.as_deref());
+        plan.mounts = mounts(&req.profile, &home.path, project.as_deref(), &git);
+        plan.git = git;
 
         // Every declared secret is checked before a sandbox exists. Without
         // a store an optional secret is simply absent; a required one refuses.
@@ -448,6 +478,30 @@ impl Engine<'_> {
     }
 }
 
+/// No home or project of this sandbox is nested in, or the wrong kind of
+/// twin of, one another session mounts (`host_paths::apart`).
+fn check_apart(sandbox: &str, home: &Path, project: Option<&Path>, index: &Index) -> Result<(), EngineError> {
+    use super::host_paths::{Mounted, Role, apart};
+    let others: Vec<Mounted<'_>> = index
+        .iter()
+        .filter(|(name, _)| *name != sandbox)
+        .flat_map(|(_, r)| {
+            let reference = crate::session::reference::canonical_ref(&r.agent, r.label.as_deref());
+            let project =
+                r.project.as_deref().map(|p| Mounted { reference: reference.clone(), role: Role::Project, path: p });
+            std::iter::once(Mounted { reference, role: Role::Home, path: &r.home }).chain(project)
+        })
+        .collect();
+    let mine =
+        std::iter::once((Role::Home, home, "the guest home")).chain(project.map(|p| (Role::Project, p, "the project")));
+    for (role, path, what) in mine {
+        if let Some(why) = apart(role, path, home, &others) {
+            return Err(EngineError::HandsOverHost { what, path: path.display().to_string(), why });
+        }
+    }
+    Ok(())
+}
+
 /// The sandbox as the session index says brig left it: running, on
 /// `runtime`, with the home, project, network and isolation recorded at
 /// its boot. `None` unless the record is complete and names this runtime
@@ -511,13 +565,18 @@ pub fn action(existing: Option<&Found>, record: Option<&Record>, wanted: Option<
 
 /// The mounts a sandbox of `profile` gets, in the order they are made:
 /// home, tmpfs (parents first), the hostmounts under them, the project.
-pub fn mounts(profile: &Profile, home: &Path, project: Option<&Path>) -> Vec<PlannedMount> {
+/// The tmpfs over a home's keep directory: empty, read-only, and too small
+/// to matter.
+pub const COVER_OPTIONS: &str = "ro,size=4k,mode=0500,nodev,nosuid,noexec";
+
+pub fn mounts(profile: &Profile, home: &Path, project: Option<&Path>, git: &[GitPath]) -> Vec<PlannedMount> {
     let mut out = vec![PlannedMount {
         kind: MountKind::Home,
         host: Some(home.to_owned()),
         guest: profile.guest_home.clone(),
         file: false,
         options: None,
+        read_only: false,
     }];
     out.extend(profile.tmpfs_mounts().into_iter().map(|m| PlannedMount {
         kind: MountKind::Tmpfs,
@@ -525,13 +584,23 @@ pub fn mounts(profile: &Profile, home: &Path, project: Option<&Path>) -> Vec<Pla
         guest: m.target,
         file: false,
         options: Some(m.options),
+        read_only: false,
     }));
+    out.push(PlannedMount {
+        kind: MountKind::Cover,
+        host: None,
+        guest: profile.keep_cover(),
+        file: false,
+        options: Some(COVER_OPTIONS.to_owned()),
+        read_only: true,
+    });
     out.extend(profile.hostmounts().into_iter().map(|m| PlannedMount {
         kind: MountKind::Hostmount,
-        host: Some(home.join(&m.path)),
+        host: Some(home.join(profile.host_side(&m.path))),
         guest: m.target,
         file: m.file,
         options: None,
+        read_only: false,
     }));
     if let Some(project) = project {
         out.push(PlannedMount {
@@ -540,7 +609,17 @@ pub fn mounts(profile: &Profile, home: &Path, project: Option<&Path>) -> Vec<Pla
             guest: project::guest_path(project),
             file: false,
             options: None,
+            read_only: false,
         });
+        let guest = project::guest_path(project);
+        out.extend(git.iter().map(|g| PlannedMount {
+            kind: MountKind::GitMetadata,
+            host: Some(project.join(&g.rel)),
+            guest: format!("{guest}/{}", g.rel.display()),
+            file: !g.dir,
+            options: None,
+            read_only: g.read_only,
+        }));
     }
     out
 }

@@ -18,6 +18,7 @@ use rustix::io::Errno;
 
 use crate::Error;
 use crate::profile::Profile;
+use crate::session::home::KEEP_DIR;
 use crate::session::{self, GuestHome, HomeSource, PreparedHome, home, walk};
 
 /// Mode of a file brig creates in a home for the guest.
@@ -33,13 +34,17 @@ pub fn create_home(state_dir: &Path, sandbox: &str, home: &GuestHome) -> Result<
     })
 }
 
-/// The host side of every hostmount, made inside the home: missing parents
-/// as directories, a missing file empty, a missing directory empty.
+/// The host side of every hostmount, made inside the home's keep directory:
+/// missing parents as directories, a missing file empty, a missing
+/// directory empty. The keep directory is made even for a profile without
+/// hostmounts: every sandbox covers it, whatever its profile.
 pub fn hostmounts(profile: &Profile, home: &PreparedHome) -> Result<(), Error> {
+    make_dir(&dup(home)?, OsStr::new(KEEP_DIR), &home.path.join(KEEP_DIR))?;
     for mount in profile.hostmounts() {
-        let rel = Path::new(&mount.path);
-        let (parent, name) = open_parent(home, rel)?;
-        let shown = home.path.join(rel);
+        let kept = profile.host_side(&mount.path);
+        let (parent, name) = open_parent(home, &kept)?;
+        let shown = home.path.join(&kept);
+        adopt(home, Path::new(&mount.path), &parent, name, mount.file);
         if mount.file {
             open_file(&parent, name, &shown, OFlags::RDONLY)?;
         } else {
@@ -49,15 +54,48 @@ pub fn hostmounts(profile: &Profile, home: &PreparedHome) -> Result<(), Error> {
     Ok(())
 }
 
+/// A home made before the keep directory holds a hostmount where the guest
+/// sees it. Move it into the keep directory once, when it is the kind
+/// expected, so nothing the agent kept is lost. The move never follows a
+/// link: whatever is renamed is then opened without following one, and a
+/// link swapped in meanwhile is refused there.
+fn adopt(home: &PreparedHome, rel: &Path, keep_parent: &OwnedFd, name: &OsStr, file: bool) {
+    let nofollow = rustix::fs::AtFlags::SYMLINK_NOFOLLOW;
+    if rustix::fs::statat(keep_parent, name, nofollow).is_ok() {
+        return;
+    }
+    let Some(Component::Normal(old_name)) = rel.components().next_back() else { return };
+    let mut fd = match dup(home) {
+        Ok(fd) => fd,
+        Err(_) => return,
+    };
+    for component in rel.parent().into_iter().flat_map(Path::components) {
+        let Component::Normal(part) = component else { return };
+        match walk::open_child_dir(&fd, part) {
+            Ok(next) => fd = next,
+            Err(_) => return,
+        }
+    }
+    let Ok(st) = rustix::fs::statat(&fd, old_name, nofollow) else { return };
+    let expected = match FileType::from_raw_mode(st.st_mode) {
+        FileType::RegularFile => file,
+        FileType::Directory => !file,
+        _ => false,
+    };
+    if expected {
+        let _ = rustix::fs::renameat_with(&fd, old_name, keep_parent, name, rustix::fs::RenameFlags::NOREPLACE);
+    }
+}
+
 /// Write the profile's onboarding seed when its file is absent (or empty,
 /// as a hostmount left it), and mark the run's directory trusted in it, so
 /// the agent starts without its first-run questions. Done before the boot,
 /// while nothing in the guest has the file open.
 pub fn seed_onboarding(profile: &Profile, home: &PreparedHome, workdir: &str) -> Result<Vec<String>, Error> {
     let Some(onboarding) = &profile.onboarding else { return Ok(Vec::new()) };
-    let rel = Path::new(&onboarding.file);
-    let (parent, name) = open_parent(home, rel)?;
-    let shown = home.path.join(rel);
+    let rel = profile.host_side(&onboarding.file);
+    let (parent, name) = open_parent(home, &rel)?;
+    let shown = home.path.join(&rel);
     let fd = open_file(&parent, name, &shown, OFlags::RDWR)?;
     let mut file = std::fs::File::from(fd);
     let size = file.metadata().map_err(|e| Error::io("inspect", &shown, e))?.len();
@@ -127,7 +165,7 @@ fn dup(home: &PreparedHome) -> Result<OwnedFd, Error> {
 }
 
 /// `mkdirat` then open it as a directory without following a link.
-fn make_dir(parent: &OwnedFd, name: &OsStr, shown: &Path) -> Result<OwnedFd, Error> {
+pub(super) fn make_dir(parent: &OwnedFd, name: &OsStr, shown: &Path) -> Result<OwnedFd, Error> {
     match rustix::fs::mkdirat(parent, name, Mode::from_raw_mode(home::HOME_MODE)) {
         Ok(()) | Err(Errno::EXIST) => {}
         Err(e) => return Err(session::Error::io("create", shown, e).into()),
@@ -137,7 +175,7 @@ fn make_dir(parent: &OwnedFd, name: &OsStr, shown: &Path) -> Result<OwnedFd, Err
 
 /// Open (creating when missing) a regular file without following a link
 /// and without blocking; anything but a regular file is refused.
-fn open_file(parent: &OwnedFd, name: &OsStr, shown: &Path, access: OFlags) -> Result<OwnedFd, Error> {
+pub(super) fn open_file(parent: &OwnedFd, name: &OsStr, shown: &Path, access: OFlags) -> Result<OwnedFd, Error> {
     let flags = access | OFlags::CREATE | OFlags::NOFOLLOW | OFlags::NONBLOCK | OFlags::CLOEXEC | OFlags::NOCTTY;
     let fd = rustix::fs::openat(parent, name, flags, Mode::from_raw_mode(FILE_MODE)).map_err(|e| match e {
         Errno::LOOP => walk::symlink_error(parent, name, shown),
@@ -188,9 +226,27 @@ mod tests {
         let scratch = tempfile::tempdir().unwrap();
         let home = home(scratch.path());
         hostmounts(&claude(), &home).unwrap();
-        assert!(home.path.join(".claude/settings.json").is_file());
-        assert!(home.path.join(".claude/sessions").is_dir());
-        assert!(home.path.join(".claude/.claude.json").is_file());
+        assert!(home.path.join(".brig-keep/.claude/settings.json").is_file());
+        assert!(home.path.join(".brig-keep/.claude/sessions").is_dir());
+        assert!(home.path.join(".brig-keep/.claude/.claude.json").is_file());
+        assert!(!home.path.join(".claude").exists(), "nothing where the guest sees it");
+    }
+
+    #[test]
+    fn hostmounts_of_an_older_home_move_into_the_keep_directory() {
+        let scratch = tempfile::tempdir().unwrap();
+        let home = home(scratch.path());
+        std::fs::create_dir_all(home.path.join(".claude/sessions")).unwrap();
+        std::fs::write(home.path.join(".claude/sessions/one"), "kept").unwrap();
+        std::fs::write(home.path.join(".claude/settings.json"), "{}").unwrap();
+        // Not the kind expected: a directory where a file hostmount goes stays.
+        std::fs::create_dir(home.path.join(".claude/history.jsonl")).unwrap();
+        hostmounts(&claude(), &home).unwrap();
+        let kept = home.path.join(".brig-keep/.claude");
+        assert_eq!(std::fs::read_to_string(kept.join("sessions/one")).unwrap(), "kept");
+        assert_eq!(std::fs::read_to_string(kept.join("settings.json")).unwrap(), "{}");
+        assert!(kept.join("history.jsonl").is_file());
+        assert!(home.path.join(".claude/history.jsonl").is_dir());
     }
 
     #[test]
@@ -198,23 +254,29 @@ mod tests {
         let scratch = tempfile::tempdir().unwrap();
         let home = home(scratch.path());
         let outside = scratch.path().join("outside");
-        std::fs::create_dir(home.path.join(".claude")).unwrap();
-        std::os::unix::fs::symlink(&outside, home.path.join(".claude/settings.json")).unwrap();
+        std::fs::create_dir_all(home.path.join(".brig-keep/.claude")).unwrap();
+        std::os::unix::fs::symlink(&outside, home.path.join(".brig-keep/.claude/settings.json")).unwrap();
         let err = hostmounts(&claude(), &home).unwrap_err();
         assert!(matches!(err, Error::Session(session::Error::Symlink { .. })), "{err:?}");
         assert!(!outside.exists(), "followed the link");
-        // A link higher up, too.
-        std::fs::remove_dir_all(home.path.join(".claude")).unwrap();
-        std::os::unix::fs::symlink(&outside, home.path.join(".claude")).unwrap();
-        assert!(matches!(hostmounts(&claude(), &home).unwrap_err(), Error::Session(session::Error::Symlink { .. })));
+        // A link higher up, too, and the keep directory itself.
+        for at in [".brig-keep/.claude", ".brig-keep"] {
+            std::fs::remove_dir_all(home.path.join(".brig-keep")).ok();
+            std::fs::create_dir_all(home.path.join(at).parent().unwrap()).unwrap();
+            std::os::unix::fs::symlink(&outside, home.path.join(at)).unwrap();
+            let err = hostmounts(&claude(), &home).unwrap_err();
+            assert!(matches!(err, Error::Session(session::Error::Symlink { .. })), "{at}: {err:?}");
+            std::fs::remove_file(home.path.join(at)).unwrap();
+        }
+        assert!(!outside.exists(), "followed the link");
     }
 
     #[test]
     fn a_fifo_where_a_hostmount_goes_is_refused_without_hanging() {
         let scratch = tempfile::tempdir().unwrap();
         let home = home(scratch.path());
-        std::fs::create_dir(home.path.join(".claude")).unwrap();
-        let fifo = home.path.join(".claude/settings.json");
+        std::fs::create_dir_all(home.path.join(".brig-keep/.claude")).unwrap();
+        let fifo = home.path.join(".brig-keep/.claude/settings.json");
         rustix::fs::mknodat(rustix::fs::CWD, &fifo, FileType::Fifo, Mode::from_raw_mode(0o600), 0).unwrap();
         let err = hostmounts(&claude(), &home).unwrap_err();
         assert!(matches!(err, Error::Session(session::Error::NotAFile { .. })), "{err:?}");
@@ -226,7 +288,7 @@ mod tests {
         let home = home(scratch.path());
         let profile = claude();
         assert!(seed_onboarding(&profile, &home, "/work/demo").unwrap().is_empty());
-        let file = home.path.join(".claude/.claude.json");
+        let file = home.path.join(".brig-keep/.claude/.claude.json");
         let doc: serde_json::Value = serde_json::from_slice(&std::fs::read(&file).unwrap()).unwrap();
         assert_eq!(doc["hasCompletedOnboarding"], true);
         assert_eq!(doc["projects"]["/work/demo"]["hasTrustDialogAccepted"], true);
@@ -244,10 +306,10 @@ mod tests {
     fn onboarding_leaves_a_file_it_cannot_read() {
         let scratch = tempfile::tempdir().unwrap();
         let home = home(scratch.path());
-        std::fs::create_dir(home.path.join(".claude")).unwrap();
-        std::fs::write(home.path.join(".claude/.claude.json"), "not json").unwrap();
+        std::fs::create_dir_all(home.path.join(".brig-keep/.claude")).unwrap();
+        std::fs::write(home.path.join(".brig-keep/.claude/.claude.json"), "not json").unwrap();
         let warnings = seed_onboarding(&claude(), &home, "/work/demo").unwrap();
         assert_eq!(warnings.len(), 1, "{warnings:?}");
-        assert_eq!(std::fs::read_to_string(home.path.join(".claude/.claude.json")).unwrap(), "not json");
+        assert_eq!(std::fs::read_to_string(home.path.join(".brig-keep/.claude/.claude.json")).unwrap(), "not json");
     }
 }

@@ -41,7 +41,7 @@ pub fn seed(env: &Environment, profile: &Profile, home: &Dir, home_path: &Path) 
             warnings.push(format!("--skills: skipped {}, a symbolic link", host_dir.join(sub).display()));
             continue;
         }
-        let target = Path::new(base).join(sub);
+        let target = profile.host_side(&Path::new(base).join(sub).to_string_lossy());
         home.create_dir_all(&target).map_err(|e| Error::io("create", home_path.join(&target), e))?;
         let from = host.open_dir(sub).map_err(|e| Error::io("open", host_dir.join(sub), e))?;
         let to = home.open_dir(&target).map_err(|e| Error::io("open", home_path.join(&target), e))?;

@@ -485,6 +485,28 @@ impl Profile {
         mounts
     }
 
+    /// Where the guest sees its home's keep directory, which a read-only
+    /// tmpfs covers.
+    pub fn keep_cover(&self) -> String {
+        join(&self.guest_home, crate::session::home::KEEP_DIR)
+    }
+
+    /// Where a path relative to the guest home lives on the host, relative
+    /// to the home directory: a hostmount, or a path inside one, is kept
+    /// under [`KEEP_DIR`](crate::session::home::KEEP_DIR), which no guest
+    /// can reach; anything else is where the guest sees it.
+    pub fn host_side(&self, relative: &str) -> std::path::PathBuf {
+        let kept =
+            self.volumes.iter().filter(|v| v.kind == VolumeKind::Hostmount).any(|v| {
+                relative == v.path || relative.strip_prefix(&v.path).is_some_and(|rest| rest.starts_with('/'))
+            });
+        if kept {
+            std::path::Path::new(crate::session::home::KEEP_DIR).join(relative)
+        } else {
+            std::path::PathBuf::from(relative)
+        }
+    }
+
     /// Where a path relative to the guest home lands in the guest, following
     /// a tmpfs that `at:` moved elsewhere (`.claude/x` → `/brig/claude/x`).
     pub fn guest_path(&self, relative: &str) -> String {

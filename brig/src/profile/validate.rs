@@ -121,6 +121,8 @@ pub enum PathProblem {
     Escapes,
     #[error("holds a ':', a ',', a '\"' or a control character, which a runtime's mount argument cannot carry")]
     Unmountable,
+    #[error("lies in .brig-keep, which brig keeps for itself and hides from every guest")]
+    Reserved,
 }
 
 /// What is wrong with a tmpfs `at:`.
@@ -571,6 +573,8 @@ fn check_relative(field: &'static str, path: &str) -> Result<(), Invalid> {
         Some(PathProblem::NotClean)
     } else if unmountable(path) {
         Some(PathProblem::Unmountable)
+    } else if path.split('/').next() == Some(crate::session::home::KEEP_DIR) {
+        Some(PathProblem::Reserved)
     } else {
         None
     };
@@ -775,6 +779,7 @@ mod tests {
     #[case::escapes(volumes(&["{kind: tmpfs, path: ../a}"]), Some(Invalid::BadPath { field: "volumes", path: "../a".into(), problem: PathProblem::Escapes }))]
     #[case::colon(volumes(&["{kind: tmpfs, path: \"a:rw,exec\"}"]), Some(Invalid::BadPath { field: "volumes", path: "a:rw,exec".into(), problem: PathProblem::Unmountable }))]
     #[case::comma(volumes(&["{kind: tmpfs, path: a}", "{kind: hostmount, path: \"a/b,c\"}"]), Some(Invalid::BadPath { field: "volumes", path: "a/b,c".into(), problem: PathProblem::Unmountable }))]
+    #[case::keep_dir(volumes(&["{kind: tmpfs, path: .brig-keep/x}"]), Some(Invalid::BadPath { field: "volumes", path: ".brig-keep/x".into(), problem: PathProblem::Reserved }))]
     #[case::home_itself(volumes(&["{kind: tmpfs, path: .}"]), Some(Invalid::BadPath { field: "volumes", path: ".".into(), problem: PathProblem::Empty }))]
     #[case::duplicate(volumes(&["{kind: tmpfs, path: a}", "{kind: tmpfs, path: a}"]), Some(Invalid::VolumeDuplicate { path: "a".into() }))]
     #[case::file_on_tmpfs(volumes(&["{kind: tmpfs, path: a, file: true}"]), Some(Invalid::VolumeFieldNotAllowed { path: "a".into(), kind: "tmpfs", field: "file" }))]

@@ -6,7 +6,7 @@
 //! `-e NAME` in argv (see [`crate::process`]).
 
 use std::collections::BTreeMap;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 
 use super::{Error, Isolation, Kind};
 use crate::process::Command;
@@ -82,8 +82,7 @@ pub struct BootSpec {
     pub cpus: u32,
     pub pull: Option<&'static str>,
     pub network: NetworkAttach,
-    /// Read-write bind mounts: host → guest.
-    pub binds: Vec<(PathBuf, String)>,
+    pub binds: Vec<Bind>,
     pub tmpfs: Vec<Tmpfs>,
     /// Variables set for the sandbox's whole life: name → value. The value
     /// goes to the runtime child's environment, the name alone to argv.
@@ -94,9 +93,25 @@ pub struct BootSpec {
     pub hardening: Option<Hardening>,
 }
 
+/// A host path mounted into the sandbox. Every bind is `nosuid,nodev` where
+/// the runtime can carry those options (podman); elsewhere brig's seccomp
+/// profile and the runtime's device rules stand in for them.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Bind {
+    pub host: PathBuf,
+    pub guest: String,
+    pub read_only: bool,
+}
+
+impl Bind {
+    pub fn rw(host: impl Into<PathBuf>, guest: impl Into<String>) -> Bind {
+        Bind { host: host.into(), guest: guest.into(), read_only: false }
+    }
+}
+
 /// What a sandbox sharing the host's kernel may do: no privilege gained
 /// through setuid or file capabilities, only the capabilities an agent
-/// needs, and bounded processes and log.
+/// needs, brig's seccomp profile, and bounded processes and log.
 #[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
 #[serde(rename_all = "camelCase")]
 pub struct Hardening {
@@ -106,6 +121,9 @@ pub struct Hardening {
     pub pids_limit: u32,
     /// The runtime's log of the sandbox: at most this size per file.
     pub log_max_size: &'static str,
+    /// brig's seccomp profile (`runtime::seccomp`), written here before
+    /// the boot.
+    pub seccomp: PathBuf,
 }
 
 impl Hardening {
@@ -113,12 +131,13 @@ impl Hardening {
     /// files, switch users and signal its processes, and nothing else —
     /// no raw sockets, device nodes, chroot, file capabilities, or
     /// setuid-preserving writes, which a runtime's default set allows.
-    pub fn container() -> Hardening {
+    pub fn container(state_dir: &Path) -> Hardening {
         Hardening {
             no_new_privileges: true,
             capabilities: vec!["CHOWN", "DAC_OVERRIDE", "FOWNER", "KILL", "SETGID", "SETUID", "NET_BIND_SERVICE"],
             pids_limit: 4096,
             log_max_size: "20m",
+            seccomp: state_dir.join(super::seccomp::FILE_NAME),
         }
     }
 }

@@ -64,6 +64,10 @@ while [ "$#" -gt 0 ]; do
       to=$1 options=$2; shift 2
       mkdir -p -- "$to"
       mount -t tmpfs -o "$options" tmpfs "$to" ;;
+    readonly)
+      at=$1; shift
+      mount --bind "$at" "$at"
+      mount -o remount,bind,ro "$at" ;;
     *)
       echo "unknown mount step: $step" >&2
       exit 2 ;;
@@ -157,6 +161,7 @@ impl HullCli {
             cmd = match step {
                 Step::Bind { from, to, file } => cmd.args(["bind", from, to, if *file { "file" } else { "dir" }]),
                 Step::Tmpfs { to, options } => cmd.args(["tmpfs", to, options]),
+                Step::ReadOnly { at } => cmd.args(["readonly", at]),
             };
         }
         Some(cmd)
@@ -305,8 +310,19 @@ pub fn join_mounts(shares: &[Share], points: &BTreeMap<String, String>) -> Vec<M
 /// One step of the privileged mount.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Step {
-    Bind { from: String, to: String, file: bool },
-    Tmpfs { to: String, options: String },
+    Bind {
+        from: String,
+        to: String,
+        file: bool,
+    },
+    Tmpfs {
+        to: String,
+        options: String,
+    },
+    /// Make a path already in a share read-only in place.
+    ReadOnly {
+        at: String,
+    },
 }
 
 /// How a boot spec's mounts reach a hull guest: directory shares at boot,
@@ -344,7 +360,11 @@ pub fn plan_mounts(spec: &BootSpec, is_file: impl Fn(&Path) -> bool) -> Result<M
     let mut tmpfs: Vec<_> = spec.tmpfs.iter().collect();
     tmpfs.sort_by_key(|t| depth(&t.path));
     let covered = |guest: &str| tmpfs.iter().any(|t| is_under(guest, &t.path));
-    let (hostmounts, shares): (Vec<_>, Vec<_>) = spec.binds.iter().cloned().partition(|(_, guest)| covered(guest));
+    // A read-only bind (git metadata) lies inside a share already; it is
+    // made read-only where the share put it.
+    let (read_only, binds): (Vec<_>, Vec<_>) = spec.binds.iter().partition(|b| b.read_only);
+    let (hostmounts, shares): (Vec<_>, Vec<_>) =
+        binds.into_iter().map(|b| (b.host.clone(), b.guest.clone())).partition(|(_, guest)| covered(guest));
 
     let mut pinned = Vec::new();
     for (host, target) in &hostmounts {
@@ -371,6 +391,7 @@ pub fn plan_mounts(spec: &BootSpec, is_file: impl Fn(&Path) -> bool) -> Result<M
             steps.push(Step::Bind { from: pin.clone(), to: target.clone(), file: *file });
         }
     }
+    steps.extend(read_only.into_iter().map(|b| Step::ReadOnly { at: b.guest.clone() }));
     Ok(MountPlan { shares, steps })
 }
 
@@ -480,6 +501,7 @@ impl Runtime for HullCli {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::runtime::Bind;
     use crate::runtime::adapter::Tmpfs;
     use crate::runtime::testdata;
     use rstest::rstest;
@@ -501,10 +523,10 @@ mod tests {
             pull: Some("missing"),
             network: NetworkAttach::None,
             binds: vec![
-                ("/Users/u/brig/claude-code".into(), "/root".into()),
-                ("/Users/u/brig/claude-code/.claude/sessions".into(), "/root/.claude/sessions".into()),
-                ("/Users/u/brig/claude-code/.claude/history.jsonl".into(), "/root/.claude/history.jsonl".into()),
-                ("/Users/u/src/app".into(), "/project/app".into()),
+                Bind::rw("/Users/u/brig/claude-code", "/root"),
+                Bind::rw("/Users/u/brig/claude-code/.claude/sessions", "/root/.claude/sessions"),
+                Bind::rw("/Users/u/brig/claude-code/.claude/history.jsonl", "/root/.claude/history.jsonl"),
+                Bind::rw("/Users/u/src/app", "/project/app"),
             ],
             tmpfs: vec![Tmpfs { path: "/root/.claude".into(), options: "size=512m,mode=0700,nodev,nosuid".into() }],
             env: vec![("GH_TOKEN".into(), "ghp_s3cret".into()), ("HOME".into(), "/root".into())],
@@ -584,7 +606,7 @@ mod tests {
     #[test]
     fn a_moved_tmpfs_takes_its_hostmounts_from_the_home_share() {
         let spec = BootSpec {
-            binds: vec![("/h".into(), "/root".into()), ("/h/.claude/sessions".into(), "/brig/claude/sessions".into())],
+            binds: vec![Bind::rw("/h", "/root"), Bind::rw("/h/.claude/sessions", "/brig/claude/sessions")],
             tmpfs: vec![Tmpfs { path: "/brig/claude".into(), options: "size=64m".into() }],
             ..spec()
         };
@@ -602,7 +624,7 @@ mod tests {
 
     #[test]
     fn no_tmpfs_means_no_privileged_exec() {
-        let spec = BootSpec { binds: vec![("/h".into(), "/root".into())], tmpfs: Vec::new(), ..spec() };
+        let spec = BootSpec { binds: vec![Bind::rw("/h", "/root")], tmpfs: Vec::new(), ..spec() };
         let plan = plan_mounts(&spec, |_| false).unwrap();
         assert!(plan.steps.is_empty());
         assert!(hull(None).mount_command("brig-x", &plan).is_none());
@@ -610,10 +632,8 @@ mod tests {
 
     #[test]
     fn a_hostmount_outside_every_share_is_refused() {
-        let spec = BootSpec {
-            binds: vec![("/h".into(), "/root".into()), ("/elsewhere/s".into(), "/root/.claude/s".into())],
-            ..spec()
-        };
+        let spec =
+            BootSpec { binds: vec![Bind::rw("/h", "/root"), Bind::rw("/elsewhere/s", "/root/.claude/s")], ..spec() };
         let err = plan_mounts(&spec, |_| false).unwrap_err();
         assert!(matches!(&err, Error::HostmountUnshared { path, .. } if path == Path::new("/elsewhere/s")), "{err:?}");
     }

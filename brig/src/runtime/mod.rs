@@ -11,8 +11,9 @@ mod hull;
 mod invoke;
 mod oci;
 mod resolve;
+pub mod seccomp;
 
-pub use adapter::{BootSpec, ExecSpec, Found, Hardening, Listed, Mount, NetworkAttach, Runtime, State, Tmpfs};
+pub use adapter::{Bind, BootSpec, ExecSpec, Found, Hardening, Listed, Mount, NetworkAttach, Runtime, State, Tmpfs};
 pub use invoke::runtime_words;
 pub use oci::OciCli;
 pub use resolve::{Chosen, Resolved, resolve};

@@ -430,11 +430,25 @@ impl Runtime for OciCli {
         };
         // `--mount` rather than `-v`: `-v` splits on `:`, which a path may
         // hold. The plan refused paths holding `,`, the one separator left.
-        for (host, guest) in &spec.binds {
-            cmd = cmd.arg("--mount").arg(format!("type=bind,source={},target={guest}", host.display()));
+        for bind in &spec.binds {
+            let mut mount = format!("type=bind,source={},target={}", bind.host.display(), bind.guest);
+            if bind.read_only {
+                mount.push_str(",readonly");
+            }
+            // Only podman's `--mount` carries these; nerdctl and docker refuse
+            // them, and brig's seccomp profile and the runtime's device rules
+            // stand in for them there.
+            if self.kind == Kind::Podman {
+                mount.push_str(",nosuid,nodev");
+            }
+            cmd = cmd.arg("--mount").arg(mount);
         }
         for tmpfs in &spec.tmpfs {
-            cmd = cmd.arg("--tmpfs").arg(format!("{}:{}", tmpfs.path, tmpfs.options));
+            // podman copies what lies under a tmpfs into it unless told not
+            // to; a tmpfs starts empty on every runtime, and a cover never
+            // shows what it covers.
+            let copy_up = if self.kind == Kind::Podman { ",notmpcopyup" } else { "" };
+            cmd = cmd.arg("--tmpfs").arg(format!("{}:{}{copy_up}", tmpfs.path, tmpfs.options));
         }
         for (key, value) in &spec.labels {
             cmd = cmd.arg("--label").arg(format!("{key}={value}"));
@@ -449,6 +463,7 @@ impl Runtime for OciCli {
             }
             cmd = cmd.args(["--pids-limit", &h.pids_limit.to_string()]);
             cmd = cmd.args(["--log-opt", &format!("max-size={}", h.log_max_size)]);
+            cmd = cmd.arg("--security-opt").arg(format!("seccomp={}", h.seccomp.display()));
         }
         for (name, value) in &spec.env {
             cmd = cmd.args(["-e", name]).env(name, value);
@@ -814,14 +829,14 @@ mod tests {
             cpus: 1,
             pull: Some("never"),
             network: NetworkAttach::None,
-            binds: vec![("/h".into(), "/root".into())],
+            binds: vec![super::super::adapter::Bind::rw("/h", "/root")],
             tmpfs: vec![super::super::adapter::Tmpfs {
                 path: "/root/.mem".into(),
                 options: "size=16m,mode=0700,nodev,nosuid".into(),
             }],
             env: vec![("TOKEN".into(), "s3cret".into())],
             labels: vec![("sh.brig.agent".into(), "a".into())],
-            hardening: Some(crate::runtime::Hardening::container()),
+            hardening: Some(crate::runtime::Hardening::container(Path::new("/s"))),
         };
         let err = rt.boot(&spec).unwrap_err();
         let Error::Operation { command: text, .. } = &err else { panic!("{err:?}") };
@@ -834,6 +849,9 @@ mod tests {
             text.contains("--security-opt no-new-privileges --cap-drop ALL --cap-add CHOWN"),
             "a container is held to brig's profile: {text}"
         );
-        assert!(text.contains("--pids-limit 4096 --log-opt max-size=20m"), "{text}");
+        assert!(
+            text.contains("--pids-limit 4096 --log-opt max-size=20m --security-opt seccomp=/s/seccomp.json"),
+            "{text}"
+        );
     }
 }

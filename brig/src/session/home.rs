@@ -13,9 +13,17 @@ use super::walk::{self, entry_name, open_child_dir};
 use super::{Error, Result};
 use crate::environment::Environment;
 
-/// Mode of every directory brig creates on the way to a home, and of the
-/// home itself (spec 05 §3.4).
-pub const HOME_MODE: u32 = 0o755;
+/// Mode of every directory brig creates on the way to a home, of the home
+/// itself and of brig's state directory: private to the user whatever the
+/// umask, because what a guest writes there is readable by anyone who can
+/// reach it.
+pub const HOME_MODE: u32 = 0o700;
+
+/// The directory of a home that holds the host side of every hostmount.
+/// Every sandbox has an empty read-only tmpfs over it, so no guest sees
+/// below it or can rename it: the paths the runtime is handed for
+/// hostmounts have no component a guest can swap.
+pub const KEEP_DIR: &str = ".brig-keep";
 
 /// Where a session's guest home came from. Only a home brig created is ever
 /// deleted by brig.
@@ -141,13 +149,26 @@ pub fn prepare_default_home(state_dir: &Path, sandbox: &str) -> Result<PreparedH
     check_sandbox_name(sandbox)?;
     let path = default_home_path(state_dir, sandbox);
     let walked = walk::create_dir(&path, Mode::from_raw_mode(HOME_MODE))?;
+    private(&walked.fd, &path)?;
     Ok(PreparedHome { dir: cap_std::fs::Dir::from(walked.fd), created: walked.created, path })
+}
+
+/// Give a directory brig keeps private mode 0700 again: a guest that is
+/// root can change the mode of its home's root, and an older release made
+/// homes 0755.
+pub(crate) fn private(dir: &OwnedFd, path: &Path) -> Result<()> {
+    let st = rustix::fs::fstat(dir).map_err(|e| Error::io("inspect", path, e))?;
+    if st.st_mode & 0o7777 != HOME_MODE {
+        rustix::fs::fchmod(dir, Mode::from_raw_mode(HOME_MODE)).map_err(|e| Error::io("set the mode of", path, e))?;
+    }
+    Ok(())
 }
 
 /// Create (or open) a home the user named, refusing links on its path the
 /// same way; brig creates a missing one but never deletes it.
 pub fn prepare_named_home(path: &Path) -> Result<PreparedHome> {
     let walked = walk::create_dir(path, Mode::from_raw_mode(HOME_MODE))?;
+    private(&walked.fd, path)?;
     Ok(PreparedHome { dir: cap_std::fs::Dir::from(walked.fd), created: walked.created, path: path.to_owned() })
 }
 
@@ -326,13 +347,13 @@ mod tests {
     }
 
     #[test]
-    fn prepare_creates_once_with_mode_0755() {
+    fn prepare_creates_once_with_mode_0700() {
         let tmp = TempDir::new();
         let state = tmp.path().join("state");
         let first = prepare_default_home(&state, "brig-claude-code").unwrap();
         assert!(first.created);
         assert_eq!(first.path, state.join("homes/brig-claude-code"));
-        assert_eq!(mode_of(&first.path), 0o755);
+        assert_eq!(mode_of(&first.path), 0o700);
         first.dir.write("marker", "x").unwrap();
         assert_eq!(std::fs::read_to_string(first.path.join("marker")).unwrap(), "x");
 

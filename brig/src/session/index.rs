@@ -107,6 +107,7 @@ impl Index {
     /// unlock. The state directory is created when missing.
     pub fn update<R>(state_dir: &Path, change: impl FnOnce(&mut Index) -> R) -> Result<R> {
         let state = walk::create_dir(state_dir, Mode::from_raw_mode(HOME_MODE))?;
+        super::home::private(&state.fd, state_dir)?;
         let _lock = Lock::take(&state.fd, state_dir)?;
         let before = read(&state.fd, state_dir)?;
         let mut index = before.clone();

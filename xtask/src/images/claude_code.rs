@@ -36,7 +36,10 @@ pub const CLAUDE_CODE: Pinned = Pinned {
 /// glibc, and libgcc_s, which glibc loads itself to unwind a cancelled
 /// thread (and which libc6 depends on). `claude` asks for nothing else; the
 /// build checks that, so a release that needs more fails here, naming it.
-const DEBIAN_PACKAGES: &[&str] = &["libc6", "libgcc-s1"];
+/// git (with the two libraries it links) so an agent can do real work and
+/// the lab can prove git still commits under brig's protections, and
+/// keyutils so the lab can try the kernel keyring from a guest.
+const DEBIAN_PACKAGES: &[&str] = &["libc6", "libgcc-s1", "git", "libpcre2-8-0", "zlib1g", "keyutils", "libkeyutils1"];
 
 const CLAUDE: &str = "usr/local/bin/claude";
 

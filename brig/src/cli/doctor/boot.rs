@@ -61,6 +61,7 @@ pub struct Facts {
     pub image: String,
     pub sandbox: String,
     pub timeout: Duration,
+    pub hardening: Option<crate::runtime::Hardening>,
 }
 
 /// Decide the boot: the image (`--image`, else `BRIG_IMAGE`; never a
@@ -99,6 +100,7 @@ pub fn plan(
         image,
         sandbox: format!("{}doctor-{}", crate::session::reference::SANDBOX_PREFIX, std::process::id()),
         timeout: Duration::from_secs(timeout_s),
+        hardening: engine.hardening(isolation)?,
     };
     Ok(Plan { runtime, facts })
 }
@@ -323,7 +325,7 @@ fn create(runtime: &dyn Runtime, facts: &Facts, deadline: &Deadline) -> (Outcome
         labels: vec![(runtime::adapter::label::ISOLATION.to_owned(), facts.isolation.to_string())],
         // Held to what a real sandbox of this class is held to, so the boot
         // proves what brig would boot.
-        hardening: (facts.isolation == crate::runtime::Isolation::Container).then(crate::runtime::Hardening::container),
+        hardening: facts.hardening.clone(),
     };
     let outcome = match runtime.boot(&spec) {
         Ok(()) => Outcome::Done { elapsed: started.elapsed() },
@@ -678,6 +680,7 @@ mod tests {
             image: "localhost/brig-lab/guest:latest".to_owned(),
             sandbox: "brig-doctor-42".to_owned(),
             timeout: Duration::from_secs(60),
+            hardening: None,
         }
     }
 
