@@ -119,7 +119,9 @@ fn session_code(err: &crate::session::Error) -> Code {
 fn engine_code(err: &crate::engine::Error) -> Code {
     use crate::engine::Error as E;
     match err {
-        E::BadImage { .. } | E::UnmountablePath { .. } | E::UnusableName { .. } => Code::Usage,
+        E::BadImage { .. } | E::UnmountablePath { .. } | E::UnusableName { .. } | E::UnsendableValue { .. } => {
+            Code::Usage
+        }
         E::GuiNotHere { .. }
         | E::HandsOverHost { .. }
         | E::Unpublished { .. }

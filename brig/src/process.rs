@@ -1,9 +1,11 @@
 //! The one way brig runs a subprocess.
 //!
 //! A [`Command`] keeps values out of argv by construction: arguments are
-//! plain strings brig chose (flags, names, paths), and anything that came
-//! from the user's environment or a store travels in the child's environment
-//! under its name, with only that bare name on the command line. Output is
+//! plain strings brig chose (flags, names, paths). Values bound for a guest
+//! travel through a [feed](Command::feed_arg): a pipe the child opens by a
+//! path on its argv, so they reach neither an argv, nor the environment of
+//! the runtime (where a profile's `LD_PRELOAD` or `HOME` would change what
+//! the runtime itself does), nor a file on disk. Output is
 //! captured concurrently so a chatty stderr can never block the child, and a
 //! failure carries the argv that was run (which holds no value, so it is safe
 //! to print) with the first lines of the child's own stderr.
@@ -217,11 +219,44 @@ pub struct Command {
     env: Vec<(String, String)>,
     stdin: Option<Vec<u8>>,
     timeout: Option<Duration>,
+    /// Arguments that name a pipe made at each spawn: (index in `args`,
+    /// the bytes the pipe holds).
+    feeds: Vec<(usize, Arc<[u8]>)>,
+    /// Variables of brig's environment the child does not get.
+    removed: Vec<String>,
 }
+
+/// What argv shows where a feed's path goes until a spawn makes the pipe.
+const FEED_PLACEHOLDER: &str = "<pipe>";
+
+/// The most a feed may hold: a pipe can be grown to this size without
+/// privilege (`/proc/sys/fs/pipe-max-size`'s default), and the whole feed
+/// is written before the child starts, so the child never waits on brig.
+pub const FEED_MAX: usize = 1 << 20;
 
 impl Command {
     pub fn new(program: impl Into<PathBuf>) -> Self {
-        Command { program: program.into(), args: Vec::new(), env: Vec::new(), stdin: None, timeout: None }
+        Command {
+            program: program.into(),
+            args: Vec::new(),
+            env: Vec::new(),
+            stdin: None,
+            timeout: None,
+            feeds: Vec::new(),
+            removed: Vec::new(),
+        }
+    }
+
+    /// An argument naming a pipe that holds `bytes`, readable once by the
+    /// child as `/proc/<brig's pid>/fd/<n>`. The pipe is made and filled at
+    /// each spawn (so a command run again reads its bytes again), brig holds
+    /// its only read end until the child exits, and the read end is closed
+    /// on exec, so no other child inherits it; only a process that could
+    /// read brig's own memory can open it.
+    pub fn feed_arg(mut self, bytes: Vec<u8>) -> Self {
+        self.feeds.push((self.args.len(), bytes.into()));
+        self.args.push(FEED_PLACEHOLDER.into());
+        self
     }
 
     pub fn arg(mut self, arg: impl AsRef<str>) -> Self {
@@ -246,6 +281,12 @@ impl Command {
     /// Put `name=value` in the child's environment; argv never sees the value.
     pub fn env(mut self, name: impl Into<String>, value: impl Into<String>) -> Self {
         self.env.push((name.into(), value.into()));
+        self
+    }
+
+    /// Leave `name` out of the child's environment.
+    pub fn env_remove(mut self, name: impl Into<String>) -> Self {
+        self.removed.push(name.into());
         self
     }
 
@@ -288,11 +329,23 @@ impl Command {
         self.args.iter()
     }
 
-    fn std(&self) -> std::process::Command {
+    /// The std command, with every feed made: the pipes' read ends must
+    /// stay open until the child has exited.
+    fn std(&self) -> Result<(std::process::Command, Vec<std::os::fd::OwnedFd>), Error> {
+        let mut args = self.args.clone();
+        let mut held = Vec::new();
+        for (at, bytes) in &self.feeds {
+            let (read, path) = fill_pipe(bytes).map_err(|source| self.spawn_error(source))?;
+            args[*at] = path.into();
+            held.push(read);
+        }
         let mut cmd = std::process::Command::new(&self.program);
-        cmd.args(&self.args);
+        cmd.args(&args);
+        for name in &self.removed {
+            cmd.env_remove(name);
+        }
         cmd.envs(self.env.iter().map(|(k, v)| (k, v)));
-        cmd
+        Ok((cmd, held))
     }
 
     /// Run to completion capturing stdout and stderr; a non-zero exit is an
@@ -321,7 +374,7 @@ impl Command {
             return Err(Error::Deadline { command: self.summary() });
         }
         tracing::debug!("running {}", self.display());
-        let mut cmd = self.std();
+        let (mut cmd, _feeds) = self.std()?;
         cmd.stdin(if self.stdin.is_some() { Stdio::piped() } else { Stdio::null() })
             .stdout(Stdio::piped())
             .stderr(Stdio::piped());
@@ -371,7 +424,8 @@ impl Command {
     /// Run with the terminal inherited (stdin, stdout, stderr), returning its status.
     pub fn interactive(&self) -> Result<ExitStatus, Error> {
         tracing::debug!("running {}", self.display());
-        self.std().status().map_err(|source| self.spawn_error(source))
+        let (mut cmd, _feeds) = self.std()?;
+        cmd.status().map_err(|source| self.spawn_error(source))
     }
 
     /// Like [`Command::interactive`], but stderr is passed through a pipe
@@ -389,7 +443,8 @@ impl Command {
     /// printed when `hold` ends, and stderr streams from then on.
     pub fn interactive_holding_stderr(&self, hold: Duration) -> Result<Interactive, Error> {
         tracing::debug!("running {}", self.display());
-        let mut child = spawn(self.std().stderr(Stdio::piped())).map_err(|source| self.spawn_error(source))?;
+        let (mut cmd, _feeds) = self.std()?;
+        let mut child = spawn(cmd.stderr(Stdio::piped())).map_err(|source| self.spawn_error(source))?;
         let pipe = child.stderr.take().expect("stderr is piped");
         let relay = std::thread::spawn(move || relay_stderr(pipe, hold));
         let status = child.wait().map_err(|source| self.spawn_error(source))?;
@@ -401,8 +456,9 @@ impl Command {
     /// for output that is streamed as it comes (`brig logs --follow`).
     pub fn spawn_stdout(&self) -> Result<std::process::Child, Error> {
         tracing::debug!("running {}", self.display());
-        self.std()
-            .stdin(Stdio::null())
+        debug_assert!(self.feeds.is_empty(), "a streamed command outlives its feeds");
+        let (mut cmd, _feeds) = self.std()?;
+        cmd.stdin(Stdio::null())
             .stdout(Stdio::piped())
             .stderr(Stdio::inherit())
             .spawn()
@@ -413,13 +469,44 @@ impl Command {
     /// runtime and brig is gone. Returns only on failure.
     pub fn exec_replace(&self) -> Error {
         tracing::debug!("handing over to {}", self.display());
-        let source = self.std().exec();
+        let (mut cmd, feeds) = match self.std() {
+            Ok(made) => made,
+            Err(err) => return err,
+        };
+        // The runtime that replaces brig keeps brig's pid: the feeds stay
+        // open across the exec, so the paths on its argv still name them.
+        for fd in &feeds {
+            if let Err(e) = rustix::io::fcntl_setfd(fd, rustix::io::FdFlags::empty()) {
+                return self.spawn_error(e.into());
+            }
+        }
+        let source = cmd.exec();
         Error::Exec { command: self.summary(), source }
     }
 
     fn spawn_error(&self, source: std::io::Error) -> Error {
         Error::Spawn { program: self.program.display().to_string(), source }
     }
+}
+
+/// A pipe holding `bytes` whose write end is already closed, and the path
+/// through which the child opens its read end.
+fn fill_pipe(bytes: &[u8]) -> std::io::Result<(std::os::fd::OwnedFd, String)> {
+    use std::os::fd::AsRawFd;
+    if bytes.len() > FEED_MAX {
+        return Err(std::io::Error::other(format!("{} bytes are more than a pipe holds ({FEED_MAX})", bytes.len())));
+    }
+    let (read, write) = rustix::pipe::pipe_with(rustix::pipe::PipeFlags::CLOEXEC)?;
+    if bytes.len() > rustix::pipe::fcntl_getpipe_size(&write)? {
+        rustix::pipe::fcntl_setpipe_size(&write, bytes.len())?;
+    }
+    let mut written = 0;
+    while written < bytes.len() {
+        written += rustix::io::write(&write, &bytes[written..])?;
+    }
+    drop(write);
+    let path = format!("/proc/{}/fd/{}", std::process::id(), read.as_raw_fd());
+    Ok((read, path))
 }
 
 impl fmt::Display for Command {
@@ -522,6 +609,23 @@ mod tests {
             .run(|| Command::new("/bin/sleep").arg("5").timeout(Duration::from_millis(50)).output())
             .unwrap_err();
         assert!(matches!(err, Error::Timeout { .. }), "{err}");
+    }
+
+    #[test]
+    fn a_feed_is_read_through_its_path_and_made_again_for_every_run() {
+        let cmd = Command::new("/bin/sh")
+            .args(["-c", "cat \"$1\"; env | grep -c FED_ || true", "sh"])
+            .feed_arg(b"FED_A=one\n".to_vec());
+        assert!(cmd.display().contains("<pipe>"), "{}", cmd.display());
+        for _ in 0..2 {
+            let out = cmd.output().unwrap();
+            assert_eq!(out.stdout, "FED_A=one\n0\n", "read once per run, never in the environment");
+        }
+        let big = vec![b'x'; 300_000];
+        let out = Command::new("/bin/sh").args(["-c", "wc -c < \"$1\"", "sh"]).feed_arg(big).output().unwrap();
+        assert_eq!(out.stdout.trim(), "300000");
+        let err = Command::new("/bin/true").feed_arg(vec![0; FEED_MAX + 1]).output().unwrap_err();
+        assert!(matches!(err, Error::Spawn { .. }), "{err:?}");
     }
 
     #[test]

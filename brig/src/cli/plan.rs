@@ -193,6 +193,13 @@ fn render(data: &PlanData) -> String {
                 escaped(&h.seccomp.display().to_string()),
             ),
         ));
+        if h.guest_root_is_host_root {
+            rows.push((
+                "guest user",
+                "root (uid 0), which is root on the host: a rootful runtime gives the sandbox no user namespace"
+                    .to_owned(),
+            ));
+        }
     }
     if data.credentials.is_empty() {
         rows.push(("credential", "none".to_owned()));

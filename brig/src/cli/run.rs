@@ -308,6 +308,7 @@ impl Launch<'_> {
             argv: argv.clone(),
             workdir: Some(ensured.workdir(&profile)),
             env: env.clone(),
+            withheld: profile.ambient_sources(),
             tty: terminal && !ctx.json,
             // Nothing to read: no `-i`, so the command sees end of input at
             // once (nerdctl's `-i` never passes on an end of input that came

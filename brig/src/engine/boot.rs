@@ -78,7 +78,10 @@ pub(super) fn spec(engine: &mut Engine<'_>, plan: &Ready, home: &GuestHome) -> R
         ("HOME".to_owned(), profile.guest_home.clone()),
         ("BRIG_WORKSPACE".to_owned(), home.path.display().to_string()),
     ];
-    env.extend(forwarded(engine, profile)?);
+    // Only the profile's literals are set at create: a value from the host
+    // (an exported variable, a secret) is given to each command as it runs,
+    // never kept in the runtime's stored configuration of the sandbox.
+    env.extend(forwarded(engine, profile, Bindings::Literals)?);
     let labels = vec![
         (label::AGENT.to_owned(), plan.session.agent().to_owned()),
         (label::LABEL.to_owned(), plan.session.label().unwrap_or_default().to_owned()),
@@ -99,8 +102,22 @@ pub(super) fn spec(engine: &mut Engine<'_>, plan: &Ready, home: &GuestHome) -> R
         tmpfs,
         env,
         labels,
+        withheld: profile.ambient_sources(),
         hardening: engine.hardening(plan.isolation)?,
     })
+}
+
+/// Which of a profile's `env:` bindings to resolve.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) enum Bindings {
+    /// `value:` literals only: what a sandbox may keep in its stored
+    /// configuration.
+    Literals,
+    /// Every binding, for one command.
+    All,
+    /// Every binding, to find a value that would refuse the run before
+    /// anything exists; warnings are left to the command that uses them.
+    Check,
 }
 
 /// The profile's `env:` bindings that resolve to a value now, as
@@ -108,13 +125,21 @@ pub(super) fn spec(engine: &mut Engine<'_>, plan: &Ready, home: &GuestHome) -> R
 /// environment (`env.` refs); unset or empty ones are skipped so they never
 /// shadow what the image sets. A denylisted name is withheld unless
 /// `BRIG_ALLOW_DENIED`; an ambient value that is an unresolved reference
-/// (`op://…`) is withheld unless `BRIG_ALLOW_REFS`.
-pub(super) fn forwarded(engine: &mut Engine<'_>, profile: &Profile) -> Result<Vec<(String, String)>, Error> {
+/// (`op://…`) is withheld unless `BRIG_ALLOW_REFS`. A value a variable
+/// cannot carry (a line break or a NUL) refuses the run, naming it.
+pub(super) fn forwarded(
+    engine: &mut Engine<'_>,
+    profile: &Profile,
+    which: Bindings,
+) -> Result<Vec<(String, String)>, Error> {
     let settings = Settings::new(engine.env, &profile.name);
     let allow_denied = settings.flag_bool("ALLOW_DENIED")?;
     let allow_refs = settings.flag_bool("ALLOW_REFS")?;
     let mut out = Vec::new();
     for binding in &profile.env {
+        if which == Bindings::Literals && binding.value.is_none() {
+            continue;
+        }
         // Every reference was parsed when the profile was validated; a
         // binding that does not parse now cannot resolve to a value.
         let Ok(source) = binding.source() else { continue };
@@ -124,7 +149,14 @@ pub(super) fn forwarded(engine: &mut Engine<'_>, profile: &Profile) -> Result<Ve
             EnvSource::Refs(chain) => chain.iter().find_map(|r| ambient(engine, r)),
         };
         let Some(value) = value else { continue };
+        if value.contains(['\n', '\r', '\0']) {
+            return Err(super::Error::UnsendableValue { name: binding.name.clone() }.into());
+        }
+        let warn = which != Bindings::Check;
         if profile.deny.contains(&binding.name) && !allow_denied {
+            if !warn {
+                continue;
+            }
             engine.warnings.push(format!(
                 "not forwarding {}: it is on the {} denylist (to forward it anyway: BRIG_ALLOW_DENIED=1)",
                 binding.name, profile.name
@@ -132,6 +164,9 @@ pub(super) fn forwarded(engine: &mut Engine<'_>, profile: &Profile) -> Result<Ve
             continue;
         }
         if binding.value.is_none() && !allow_refs && looks_like_reference(&value) {
+            if !warn {
+                continue;
+            }
             engine.warnings.push(format!(
                 "not forwarding {}: its value looks like an unresolved secret reference, not a credential; resolve it on the host first (or set BRIG_ALLOW_REFS=1)",
                 binding.name

@@ -55,6 +55,10 @@ pub enum Error {
         "sandbox name {sandbox} is not one every runtime accepts (at most {max} characters, and a single '.', '_' or '-' between letters and digits); choose another label"
     )]
     UnusableName { sandbox: String, max: usize },
+    #[error(
+        "the value of {name} holds a line break or a NUL, which no runtime can hand to a guest as a variable; unset it, or give it to the guest as a file (a profile's `files:`)"
+    )]
+    UnsendableValue { name: String },
     /// Decision 15: mounting it would hand the guest the host.
     #[error("{what} {path} is refused: {why}")]
     HandsOverHost { what: &'static str, path: String, why: String },
@@ -212,7 +216,7 @@ impl<'a> Engine<'a> {
 
     pub fn exec_env(&mut self, profile: &Profile) -> Result<Vec<(String, String)>, crate::Error> {
         let mut env = vec![("HOME".to_owned(), profile.guest_home.clone())];
-        env.extend(boot::forwarded(self, profile)?);
+        env.extend(boot::forwarded(self, profile, boot::Bindings::All)?);
         Ok(env)
     }
 

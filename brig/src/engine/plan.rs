@@ -316,6 +316,8 @@ impl Engine<'_> {
         plan.record = record.clone();
         let recorded_network = record.as_ref().and_then(|r| r.network.as_deref()).and_then(Network::parse);
         let resolved = self.settings(req, recorded_network)?;
+        // A variable no runtime can carry refuses now, not after a boot.
+        boot::forwarded(self, &req.profile, boot::Bindings::Check)?;
         plan.resolved = Some(resolved);
 
         if req.profile.kind == ProfileKind::Gui {

@@ -485,6 +485,29 @@ impl Profile {
         mounts
     }
 
+    /// The host variables the profile forwards by reference (`env.NAME`):
+    /// credentials, as brig treats them, which the runtime's own
+    /// environment is not given (a runtime may store its environment with
+    /// the sandbox).
+    pub fn ambient_sources(&self) -> Vec<String> {
+        let mut out = Vec::new();
+        for binding in &self.env {
+            let refs = match binding.source() {
+                Ok(EnvSource::Ref(r)) => vec![r],
+                Ok(EnvSource::Refs(chain)) => chain,
+                _ => continue,
+            };
+            for r in refs {
+                if let crate::profile::Ref::Env(name) = r
+                    && !out.contains(&name)
+                {
+                    out.push(name);
+                }
+            }
+        }
+        out
+    }
+
     /// Where the guest sees its home's keep directory, which a read-only
     /// tmpfs covers.
     pub fn keep_cover(&self) -> String {

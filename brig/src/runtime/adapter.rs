@@ -84,9 +84,15 @@ pub struct BootSpec {
     pub network: NetworkAttach,
     pub binds: Vec<Bind>,
     pub tmpfs: Vec<Tmpfs>,
-    /// Variables set for the sandbox's whole life: name → value. The value
-    /// goes to the runtime child's environment, the name alone to argv.
+    /// Variables set for the sandbox's whole life: name → value, handed to
+    /// the runtime through a pipe (`env_file`), never argv or its
+    /// environment.
     pub env: Vec<(String, String)>,
+    /// Host variables the runtime's own environment goes without: the
+    /// credentials brig forwards by reference, which nerdctl would
+    /// otherwise store with the sandbox (it gives its environment to the
+    /// sandbox's OCI hooks).
+    pub withheld: Vec<String>,
     pub labels: Vec<(String, String)>,
     /// What a container on the host's kernel is held to; `None` for a
     /// microVM, whose own kernel is the boundary.
@@ -124,6 +130,9 @@ pub struct Hardening {
     /// brig's seccomp profile (`runtime::seccomp`), written here before
     /// the boot.
     pub seccomp: PathBuf,
+    /// brig runs as root, so the runtime is rootful and gives the sandbox
+    /// no user namespace: root in the guest is root on the host.
+    pub guest_root_is_host_root: bool,
 }
 
 impl Hardening {
@@ -138,8 +147,23 @@ impl Hardening {
             pids_limit: 4096,
             log_max_size: "20m",
             seccomp: state_dir.join(super::seccomp::FILE_NAME),
+            guest_root_is_host_root: rustix::process::geteuid().is_root(),
         }
     }
+}
+
+/// The guest's variables as the `--env-file` nerdctl, podman and docker
+/// read: one `NAME=value` per line. A value holding a line break or a NUL
+/// cannot be carried; the engine refused those before a runtime was called
+/// (`engine::boot::forwarded`), and one reaching here is cut at the break
+/// rather than let the rest of it read as a variable of its own.
+pub fn env_file(env: &[(String, String)]) -> Vec<u8> {
+    let mut out = Vec::new();
+    for (name, value) in env {
+        let line = value.split(['\n', '\r', '\0']).next().unwrap_or_default();
+        out.extend_from_slice(format!("{name}={line}\n").as_bytes());
+    }
+    out
 }
 
 /// A command to run in a sandbox.
@@ -147,7 +171,10 @@ impl Hardening {
 pub struct ExecSpec {
     pub argv: Vec<String>,
     pub workdir: Option<String>,
+    /// Handed to the runtime through a pipe, as `BootSpec::env`.
     pub env: Vec<(String, String)>,
+    /// As `BootSpec::withheld`.
+    pub withheld: Vec<String>,
     /// Allocate a terminal (the caller checked stdin is one).
     pub tty: bool,
     /// Keep stdin open for the command.

@@ -531,6 +531,7 @@ mod tests {
             tmpfs: vec![Tmpfs { path: "/root/.claude".into(), options: "size=512m,mode=0700,nodev,nosuid".into() }],
             env: vec![("GH_TOKEN".into(), "ghp_s3cret".into()), ("HOME".into(), "/root".into())],
             labels: vec![("sh.brig.agent".into(), "claude-code".into())],
+            withheld: Vec::new(),
             hardening: None,
         }
     }
@@ -653,6 +654,7 @@ mod tests {
             argv: vec![if tty { "claude" } else { "true" }.to_owned()],
             workdir: workdir.map(str::to_owned),
             env: env.iter().map(|(k, v)| ((*k).to_owned(), (*v).to_owned())).collect(),
+            withheld: Vec::new(),
             tty,
             interactive: tty,
         };

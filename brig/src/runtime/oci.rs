@@ -465,8 +465,11 @@ impl Runtime for OciCli {
             cmd = cmd.args(["--log-opt", &format!("max-size={}", h.log_max_size)]);
             cmd = cmd.arg("--security-opt").arg(format!("seccomp={}", h.seccomp.display()));
         }
-        for (name, value) in &spec.env {
-            cmd = cmd.args(["-e", name]).env(name, value);
+        if !spec.env.is_empty() {
+            cmd = cmd.arg("--env-file").feed_arg(super::adapter::env_file(&spec.env));
+        }
+        for name in &spec.withheld {
+            cmd = cmd.env_remove(name);
         }
         // `--` ends the options: whatever the image value is, the runtime
         // reads it as the image.
@@ -561,8 +564,11 @@ impl Runtime for OciCli {
         if let Some(dir) = &spec.workdir {
             cmd = cmd.args(["-w", dir]);
         }
-        for (key, value) in &spec.env {
-            cmd = cmd.args(["-e", key]).env(key, value);
+        if !spec.env.is_empty() {
+            cmd = cmd.arg("--env-file").feed_arg(super::adapter::env_file(&spec.env));
+        }
+        for withheld in &spec.withheld {
+            cmd = cmd.env_remove(withheld);
         }
         cmd.arg(name).args(&spec.argv)
     }
@@ -820,7 +826,7 @@ mod tests {
     }
 
     #[test]
-    fn boot_argv_names_values_only_by_name() {
+    fn boot_argv_holds_no_value() {
         let rt = OciCli::new(Kind::Nerdctl, "/bin/false".into(), Some("io.containerd.runc.v2".into()));
         let spec = BootSpec {
             name: "brig-a".into(),
@@ -836,13 +842,14 @@ mod tests {
             }],
             env: vec![("TOKEN".into(), "s3cret".into())],
             labels: vec![("sh.brig.agent".into(), "a".into())],
+            withheld: Vec::new(),
             hardening: Some(crate::runtime::Hardening::container(Path::new("/s"))),
         };
         let err = rt.boot(&spec).unwrap_err();
         let Error::Operation { command: text, .. } = &err else { panic!("{err:?}") };
         assert!(!err.to_string().contains("--runtime"), "the argv is for --verbose: {err}");
-        assert!(text.contains("-e TOKEN "), "{text}");
-        assert!(!text.contains("s3cret"), "{text}");
+        assert!(text.contains("--env-file <pipe> "), "{text}");
+        assert!(!text.contains("s3cret") && !text.contains("TOKEN"), "{text}");
         assert!(text.contains("--runtime io.containerd.runc.v2"), "{text}");
         assert!(text.contains("--tmpfs /root/.mem:size=16m,mode=0700,nodev,nosuid"), "{text}");
         assert!(
