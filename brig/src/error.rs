@@ -28,10 +28,12 @@ pub enum Error {
         #[source]
         source: std::io::Error,
     },
-    /// The profile requires secrets, and this build has no secret store to
-    /// resolve them from: refused before any sandbox exists.
-    #[error("{profile} requires the secret(s) {}, and this build has no secret store to read them from; mark them `required: false` in a profile of your own to run without them", names.join(", "))]
-    SecretsUnavailable { profile: String, names: Vec<String> },
+    /// The profile requires secrets the store does not hold: refused before
+    /// any sandbox exists.
+    #[error("{profile} requires the secret(s) {}, which the secret store does not hold; store each with `brig secret create NAME` (the value on stdin), or mark it `required: false` in a profile of your own", names.join(", "))]
+    SecretsMissing { profile: String, names: Vec<String> },
+    #[error(transparent)]
+    Secrets(#[from] crate::secrets::Error),
     /// A destructive step needs a yes, and there is no terminal to ask.
     #[error("{what} needs confirmation and there is no terminal to ask; pass {flag} to go ahead")]
     NeedsConfirmation { what: String, flag: &'static str },
@@ -66,6 +68,8 @@ pub enum UsageError {
     BootWithoutImage,
     #[error("{image:?} is not an image reference (it starts with - or holds a blank or control character)")]
     BootImageUnusable { image: String },
+    #[error("a secret's value comes from stdin or from -f FILE, not both")]
+    StdinAndFile,
 }
 
 impl Error {

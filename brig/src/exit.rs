@@ -65,7 +65,18 @@ pub fn exit_code(err: &Error) -> Code {
         Error::Engine(e) => engine_code(e),
         Error::Usage(_) => Code::Usage,
         Error::Io { .. } | Error::NeedsConfirmation { .. } | Error::Stdout(_) | Error::NoHome { .. } => Code::Failure,
-        Error::SecretsUnavailable { .. } => Code::Credentials,
+        Error::SecretsMissing { .. } => Code::Credentials,
+        Error::Secrets(e) => secrets_code(e),
+    }
+}
+
+fn secrets_code(err: &crate::secrets::Error) -> Code {
+    use crate::secrets::Error as E;
+    match err {
+        E::BadName { .. } | E::BadValue { .. } => Code::Usage,
+        E::NotFound { .. } => Code::NotFound,
+        E::Exists { .. } => Code::Failure,
+        E::Store { .. } | E::Index(_) => Code::Credentials,
     }
 }
 
@@ -119,14 +130,17 @@ fn session_code(err: &crate::session::Error) -> Code {
 fn engine_code(err: &crate::engine::Error) -> Code {
     use crate::engine::Error as E;
     match err {
-        E::BadImage { .. } | E::UnmountablePath { .. } | E::UnusableName { .. } | E::UnsendableValue { .. } => {
-            Code::Usage
-        }
+        E::BadImage { .. }
+        | E::UnmountablePath { .. }
+        | E::UnusableName { .. }
+        | E::UnsendableValue { .. }
+        | E::SecretInPlumbing { .. } => Code::Usage,
         E::GuiNotHere { .. }
         | E::HandsOverHost { .. }
         | E::Unpublished { .. }
         | E::OnOtherRuntime { .. }
         | E::Incomplete => Code::Failure,
+        E::FileNotDelivered { .. } => Code::Credentials,
     }
 }
 

@@ -18,6 +18,7 @@ pub mod process;
 pub mod profile;
 pub mod proto;
 pub mod runtime;
+pub mod secrets;
 pub mod session;
 pub mod settings;
 pub mod warn;

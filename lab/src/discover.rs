@@ -74,7 +74,7 @@ pub fn load(path: &Path) -> Result<Scenario> {
 /// values, so an unknown placeholder is reported before anything runs.
 pub fn check_placeholders(scenario: &Scenario) -> Result<()> {
     let mut base = Vars::new();
-    for name in ["t", "scratch", "state", "home", "profiles", "runtime", "socket", "brig", "brigd"] {
+    for name in ["t", "scratch", "state", "home", "profiles", "runtime", "socket", "brig", "brigd", "sampler"] {
         base.set(name, format!("x{name}"));
     }
     // Known only once a daemon has started; a step that uses it before then

@@ -91,19 +91,29 @@ fn default_brig() -> PathBuf {
     crate_dir().join("..").join("target").join("debug").join("brig")
 }
 
-/// `lab-client` beside the running binary (or one directory up, where
-/// cargo puts binaries when the running one is a test in `deps/`).
+/// `lab-client` beside the running binary.
 pub fn default_client() -> PathBuf {
+    lab_binary("lab-client")
+}
+
+/// `lab-sampler` beside the running binary.
+pub fn default_sampler() -> PathBuf {
+    lab_binary("lab-sampler")
+}
+
+/// One of the lab's own binaries beside the running one (or one directory
+/// up, where cargo puts binaries when the running one is a test in `deps/`).
+fn lab_binary(name: &str) -> PathBuf {
     if let Ok(exe) = std::env::current_exe()
         && let Some(dir) = exe.parent()
     {
-        for candidate in [dir.join("lab-client"), dir.join("..").join("lab-client")] {
+        for candidate in [dir.join(name), dir.join("..").join(name)] {
             if candidate.is_file() {
                 return candidate;
             }
         }
     }
-    crate_dir().join("..").join("target").join("debug").join("lab-client")
+    crate_dir().join("..").join("target").join("debug").join(name)
 }
 
 /// One trial as libtest sees it, with why it is ignored, if it is.
@@ -129,6 +139,7 @@ pub fn main() -> ExitCode {
         brig: absolute(&settings.brig),
         brigd: absolute(&settings.brigd),
         client: absolute(&default_client()),
+        sampler: absolute(&default_sampler()),
         profiles_dir: absolute(&settings.profiles),
         host,
         require: settings.require.clone(),

@@ -285,6 +285,7 @@ fn lab_without_runtimes(brig: PathBuf) -> Lab {
         brig,
         brigd,
         client: runner::default_client(),
+        sampler: runner::default_sampler(),
         profiles_dir: runner::default_profiles_dir(),
         host,
         require: Vec::new(),

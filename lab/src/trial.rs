@@ -36,6 +36,8 @@ pub struct Lab {
     pub brigd: PathBuf,
     /// The runner's `lab-client`, for connecting to brigd as another uid.
     pub client: PathBuf,
+    /// The runner's `lab-sampler`, `{sampler}` in a scenario.
+    pub sampler: PathBuf,
     /// `lab/profiles/`.
     pub profiles_dir: PathBuf,
     pub host: Host,
@@ -195,6 +197,7 @@ impl<'a> Trial<'a> {
         vars.set("socket", path_str(&socket_dir.join("d.sock"))?);
         vars.set("brig", path_str(&lab.brig)?);
         vars.set("brigd", path_str(&lab.brigd)?);
+        vars.set("sampler", path_str(&lab.sampler)?);
 
         for name in spec.scenario.profile_names() {
             let source = find_profile(&lab.profiles_dir, name)?;

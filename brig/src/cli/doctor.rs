@@ -135,7 +135,7 @@ pub fn run(args: DoctorArgs, ctx: &Context) -> Result<Code, Error> {
     checks.push(shim_check);
     checks.push(Check::new("trust", Mark::Absent, "image verification is not available in this build"));
     checks.push(profile_dir(env, &registry));
-    checks.push(Check::new("secrets", Mark::Absent, "the secret store is not available in this build"));
+    checks.push(secret_store());
     checks.push(brigd(env));
     let plan = match &args.reference {
         Some(reference) => {
@@ -403,6 +403,33 @@ fn shim(env: &Environment, adapter: &dyn Runtime) -> Check {
                     "set BRIG_CONTAINERD_RUNTIME to a microVM shim (io.containerd.urunc.v2, io.containerd.kata.v2), or BRIG_ALLOW_CONTAINER_ISOLATION=1 to accept a container"
                 }
             },
+        ),
+    }
+}
+
+/// Which store secrets live in, whether it survives a reboot, and how many
+/// it holds (from its index: no value is read).
+fn secret_store() -> Check {
+    let opened =
+        crate::secrets::Store::open().and_then(|store| store.index().map(|index| (store.backend(), index.len())));
+    match opened {
+        Ok((backend, count)) => Check::new(
+            "secrets",
+            Mark::Ok,
+            format!(
+                "{backend}, {}; {count} secret{} stored",
+                if backend.persists() {
+                    "kept across reboots"
+                } else {
+                    "lost at reboot (a desktop session's Secret Service keeps secrets across reboots)"
+                },
+                if count == 1 { "" } else { "s" }
+            ),
+        ),
+        Err(err) => Check::problem(
+            "secrets",
+            crate::error::chain(&err),
+            "a run that requires a secret is refused until the store opens",
         ),
     }
 }

@@ -11,11 +11,12 @@ mod ls;
 pub(crate) mod plan;
 mod rm;
 mod run;
+mod secret;
 mod stop;
 mod version;
 
 use std::ffi::OsString;
-use std::io::Write;
+use std::io::{BufRead, Write};
 
 use clap::{CommandFactory, Parser, Subcommand};
 
@@ -61,6 +62,9 @@ pub enum Verb {
     /// Manage agent profiles.
     #[command(subcommand)]
     Agent(agent::AgentCommand),
+    /// Manage the secrets a run hands to guests by name.
+    #[command(subcommand)]
+    Secret(secret::SecretCommand),
     /// Check what brig depends on: hypervisor, runtime, shim, profiles,
     /// brigd; with --boot, boot a throwaway sandbox and report each stage.
     Doctor(doctor::DoctorArgs),
@@ -102,6 +106,7 @@ pub fn main(args: impl IntoIterator<Item = OsString>) -> Outcome {
         Verb::Info(args) => info::run(args, &ctx).map(Outcome::from),
         Verb::Plan(args) => plan::run(args, &ctx).map(Outcome::from),
         Verb::Agent(command) => agent::run(command, &ctx.env, ctx.json).map(Outcome::from),
+        Verb::Secret(command) => secret::run(command, &ctx).map(Outcome::from),
         Verb::Doctor(args) => doctor::run(args, &ctx).map(Outcome::from),
         Verb::Version(args) => version::run(args, &ctx).map(Outcome::from),
         Verb::Completion(args) => completion::run(args).map(Outcome::from),
@@ -114,6 +119,18 @@ pub fn main(args: impl IntoIterator<Item = OsString>) -> Outcome {
             exit_code(&err).into()
         }
     }
+}
+
+/// Ask on the terminal; anything but y/yes is no.
+pub(super) fn confirm(question: &str) -> bool {
+    let mut err = std::io::stderr().lock();
+    let _ = write!(err, "{question} [y/N] ");
+    let _ = err.flush();
+    let mut answer = String::new();
+    if std::io::stdin().lock().read_line(&mut answer).is_err() {
+        return false;
+    }
+    matches!(answer.trim().to_ascii_lowercase().as_str(), "y" | "yes")
 }
 
 /// `brig: error: <message>: <source>: <source>…` on stderr.

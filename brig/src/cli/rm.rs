@@ -6,7 +6,7 @@
 //! link. A home the user named is never touched; its path is printed so the
 //! user knows what was left behind.
 
-use std::io::{BufRead, IsTerminal, Write};
+use std::io::IsTerminal;
 
 use crate::Error;
 use crate::cli::{Context, print};
@@ -95,7 +95,7 @@ fn remove_all(engine: &mut Engine<'_>, args: &RmArgs, ctx: &Context) -> Result<C
                 flag: "-y",
             });
         }
-        if !confirm(&format!("remove these {} sandbox(es)?", listing.len())) {
+        if !super::confirm(&format!("remove these {} sandbox(es)?", listing.len())) {
             print("nothing removed\n")?;
             return Ok(Code::Failure);
         }
@@ -108,18 +108,6 @@ fn remove_all(engine: &mut Engine<'_>, args: &RmArgs, ctx: &Context) -> Result<C
         print(report)?;
     }
     Ok(Code::Success)
-}
-
-/// Ask on the terminal; anything but y/yes is no.
-fn confirm(question: &str) -> bool {
-    let mut err = std::io::stderr().lock();
-    let _ = write!(err, "{question} [y/N] ");
-    let _ = err.flush();
-    let mut answer = String::new();
-    if std::io::stdin().lock().read_line(&mut answer).is_err() {
-        return false;
-    }
-    matches!(answer.trim().to_ascii_lowercase().as_str(), "y" | "yes")
 }
 
 /// Remove one listed sandbox through the engine, under its lock.

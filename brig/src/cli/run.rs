@@ -290,7 +290,9 @@ impl Launch<'_> {
         // stdin, which a second exec could not read again: only a terminal or
         // /dev/null lets the exec go first.
         let stdin = StdinKind::of_ours();
-        let assume = !self.detach && !request.skills && stdin != StdinKind::Data;
+        // Credential files are written by an exec before the command's, on
+        // a sandbox known to run.
+        let assume = !self.detach && !request.skills && stdin != StdinKind::Data && profile.files.is_empty();
         let ensured = if assume { engine.ensure_assuming(&request)? } else { engine.ensure(&request)? };
         if self.detach {
             if ctx.json {
@@ -302,13 +304,14 @@ impl Launch<'_> {
             return Ok(Code::Success.into());
         }
         let argv = agent_argv(self.verb, &profile, &session, self.line)?;
+        engine.deliver_files(ensured.runtime.as_ref(), session.sandbox(), &profile)?;
         let terminal = std::io::stdin().is_terminal() && std::io::stdout().is_terminal();
         let env = engine.exec_env(&profile)?;
         let spec = |ensured: &Ensured| ExecSpec {
             argv: argv.clone(),
             workdir: Some(ensured.workdir(&profile)),
-            env: env.clone(),
-            withheld: profile.ambient_sources(),
+            env: env.fed.clone(),
+            exposed: env.exposed.clone(),
             tty: terminal && !ctx.json,
             // Nothing to read: no `-i`, so the command sees end of input at
             // once (nerdctl's `-i` never passes on an end of input that came

@@ -81,7 +81,7 @@ pub(super) fn spec(engine: &mut Engine<'_>, plan: &Ready, home: &GuestHome) -> R
     // Only the profile's literals are set at create: a value from the host
     // (an exported variable, a secret) is given to each command as it runs,
     // never kept in the runtime's stored configuration of the sandbox.
-    env.extend(forwarded(engine, profile, Bindings::Literals)?);
+    env.extend(forwarded(engine, profile, Bindings::Literals)?.into_iter().map(|f| (f.name, f.value)));
     let labels = vec![
         (label::AGENT.to_owned(), plan.session.agent().to_owned()),
         (label::LABEL.to_owned(), plan.session.label().unwrap_or_default().to_owned()),
@@ -102,9 +102,17 @@ pub(super) fn spec(engine: &mut Engine<'_>, plan: &Ready, home: &GuestHome) -> R
         tmpfs,
         env,
         labels,
-        withheld: profile.ambient_sources(),
         hardening: engine.hardening(plan.isolation)?,
     })
+}
+
+/// One variable for the guest, and whether its value came from brig's own
+/// environment (what `BRIG_ENV_ARGV=1` may put on a command line).
+#[derive(Debug, Clone)]
+pub struct Forwarded {
+    pub name: String,
+    pub value: String,
+    pub ambient: bool,
 }
 
 /// Which of a profile's `env:` bindings to resolve.
@@ -127,28 +135,46 @@ pub(super) enum Bindings {
 /// `BRIG_ALLOW_DENIED`; an ambient value that is an unresolved reference
 /// (`op://…`) is withheld unless `BRIG_ALLOW_REFS`. A value a variable
 /// cannot carry (a line break or a NUL) refuses the run, naming it.
-pub(super) fn forwarded(
-    engine: &mut Engine<'_>,
-    profile: &Profile,
-    which: Bindings,
-) -> Result<Vec<(String, String)>, Error> {
+pub(super) fn forwarded(engine: &mut Engine<'_>, profile: &Profile, which: Bindings) -> Result<Vec<Forwarded>, Error> {
     let settings = Settings::new(engine.env, &profile.name);
     let allow_denied = settings.flag_bool("ALLOW_DENIED")?;
     let allow_refs = settings.flag_bool("ALLOW_REFS")?;
     let mut out = Vec::new();
-    for binding in &profile.env {
+    for binding in &bindings(engine, profile, which == Bindings::All) {
         if which == Bindings::Literals && binding.value.is_none() {
             continue;
         }
         // Every reference was parsed when the profile was validated; a
         // binding that does not parse now cannot resolve to a value.
         let Ok(source) = binding.source() else { continue };
-        let value = match source {
-            EnvSource::Value(v) => Some(v.to_owned()).filter(|v| !v.is_empty()),
-            EnvSource::Ref(r) => ambient(engine, &r),
-            EnvSource::Refs(chain) => chain.iter().find_map(|r| ambient(engine, r)),
+        let chain = match source {
+            EnvSource::Value(v) => {
+                if v.is_empty() {
+                    continue;
+                }
+                vec![]
+            }
+            EnvSource::Ref(r) => vec![r],
+            EnvSource::Refs(chain) => chain,
+        };
+        let value = match binding.value.as_deref() {
+            Some(literal) => Some(literal.to_owned()),
+            None => {
+                let mut found = None;
+                for r in &chain {
+                    if let Some(v) = resolve(engine, profile, r, which)? {
+                        found = Some(v);
+                        break;
+                    }
+                }
+                found
+            }
         };
         let Some(value) = value else { continue };
+        let from_store = chain.iter().any(|r| matches!(r, Ref::Secret(_))) && !chain_hit_env(engine, &chain);
+        if from_store && is_plumbing(&binding.name) {
+            return Err(super::Error::SecretInPlumbing { name: binding.name.clone() }.into());
+        }
         if value.contains(['\n', '\r', '\0']) {
             return Err(super::Error::UnsendableValue { name: binding.name.clone() }.into());
         }
@@ -163,7 +189,7 @@ pub(super) fn forwarded(
             ));
             continue;
         }
-        if binding.value.is_none() && !allow_refs && looks_like_reference(&value) {
+        if binding.value.is_none() && !from_store && !allow_refs && looks_like_reference(&value) {
             if !warn {
                 continue;
             }
@@ -173,19 +199,96 @@ pub(super) fn forwarded(
             ));
             continue;
         }
-        out.push((binding.name.clone(), value));
+        let ambient = binding.value.is_none() && !from_store;
+        out.push(Forwarded { name: binding.name.clone(), value, ambient });
     }
     Ok(out)
 }
 
-/// An `env.` reference read from brig's own environment. `secrets.`
-/// references come from the secret store, which this build does not open;
-/// they resolve to nothing and the chain moves on.
-fn ambient(engine: &Engine<'_>, r: &Ref) -> Option<String> {
-    match r {
-        Ref::Env(name) => engine.env.get(name).map(str::to_owned),
-        Ref::Secret(_) => None,
+/// `BRIG_FORWARD_ENV` (or `BRIG_<AGENT>_FORWARD_ENV`): the names it lists,
+/// read live on every run; `None` when unset or blank.
+pub(super) fn forward_list(engine: &Engine<'_>, profile: &Profile) -> Option<Vec<String>> {
+    let settings = Settings::new(engine.env, &profile.name);
+    let (_, text) = settings.variable("FORWARD_ENV")?;
+    let mut names: Vec<String> = Vec::new();
+    for name in text.split_whitespace() {
+        if !names.iter().any(|n| n == name) {
+            names.push(name.to_owned());
+        }
     }
+    (!names.is_empty()).then_some(names)
+}
+
+/// The profile's bindings as this run sees them. A forward list replaces
+/// the profile's singular `ref: env.X` bindings with one per listed name;
+/// chains, secrets and literals stay, and a listed name the profile binds
+/// from another source keeps that source (with a warning).
+fn bindings(engine: &mut Engine<'_>, profile: &Profile, warn: bool) -> Vec<crate::profile::EnvBinding> {
+    let Some(listed) = forward_list(engine, profile) else { return profile.env.clone() };
+    let singular_env = |b: &crate::profile::EnvBinding| matches!(b.source(), Ok(EnvSource::Ref(Ref::Env(_))));
+    let mut out: Vec<_> = profile.env.iter().filter(|b| !singular_env(b)).cloned().collect();
+    for name in listed {
+        if out.iter().any(|b| b.name == name) {
+            if warn {
+                engine.warnings.push(format!(
+                    "BRIG_FORWARD_ENV lists {name}, which {} binds from another source; that source stays",
+                    profile.name
+                ));
+            }
+            continue;
+        }
+        out.push(crate::profile::EnvBinding {
+            name: name.clone(),
+            value: None,
+            reference: Some(format!("env.{name}")),
+            refs: None,
+        });
+    }
+    out
+}
+
+/// One element of a chain: an `env.` reference from brig's own
+/// environment, or a `secrets.` one from the store (its declared `field:`
+/// taken from a JSON document). Empty is absent. A check before anything
+/// exists opens no store: the plan already checked what it holds.
+fn resolve(engine: &mut Engine<'_>, profile: &Profile, r: &Ref, which: Bindings) -> Result<Option<String>, Error> {
+    match r {
+        Ref::Env(name) => Ok(engine.env.get(name).filter(|v| !v.is_empty()).map(str::to_owned)),
+        Ref::Secret(_) if which == Bindings::Check => Ok(None),
+        Ref::Secret(name) => {
+            let store = match engine.secret_store() {
+                Ok(store) => store,
+                Err(err) if profile.secret(name).is_some_and(|d| !d.required) => {
+                    tracing::debug!("the optional secret {name} is not read: {err}");
+                    return Ok(None);
+                }
+                Err(err) => return Err(err.into()),
+            };
+            let Some(secret) = store.get(name)? else { return Ok(None) };
+            let field = profile.secret(name).and_then(|d| d.field.clone());
+            let text = crate::secrets::as_text(name, &secret, field.as_deref())?;
+            Ok(Some(text).filter(|t| !t.is_empty()))
+        }
+    }
+}
+
+/// Whether a chain's value came from the host environment (an `env.`
+/// element resolved before any `secrets.` one would be read).
+fn chain_hit_env(engine: &Engine<'_>, chain: &[Ref]) -> bool {
+    for r in chain {
+        match r {
+            Ref::Env(name) if engine.env.get(name).is_some_and(|v| !v.is_empty()) => return true,
+            Ref::Secret(_) => return false,
+            Ref::Env(_) => {}
+        }
+    }
+    false
+}
+
+/// Names a stored secret may not be bound to: they shape the guest's
+/// environment itself.
+fn is_plumbing(name: &str) -> bool {
+    matches!(name, "HOME" | "PATH" | "TMPDIR") || name.starts_with("XDG_")
 }
 
 /// `scheme://rest` with a non-empty scheme without blanks, other than http(s).

@@ -18,6 +18,7 @@ pub mod lock;
 pub mod plan;
 mod prepare;
 mod remove;
+mod secret_files;
 mod skills;
 
 use std::path::PathBuf;
@@ -59,6 +60,12 @@ pub enum Error {
         "the value of {name} holds a line break or a NUL, which no runtime can hand to a guest as a variable; unset it, or give it to the guest as a file (a profile's `files:`)"
     )]
     UnsendableValue { name: String },
+    #[error(
+        "{name} is bound to a stored secret, and HOME, PATH, TMPDIR and XDG_* may carry only a literal or a host variable"
+    )]
+    SecretInPlumbing { name: String },
+    #[error("the credential file {path} could not be written in the guest: {why}")]
+    FileNotDelivered { path: String, why: String },
     /// Decision 15: mounting it would hand the guest the host.
     #[error("{what} {path} is refused: {why}")]
     HandsOverHost { what: &'static str, path: String, why: String },
@@ -80,6 +87,15 @@ pub enum Prompts {
     Nobody,
 }
 
+/// The variables for one command in the guest (`Engine::exec_env`).
+#[derive(Debug, Clone, Default)]
+pub struct ExecEnv {
+    /// Through the runtime's `--env-file` pipe.
+    pub fed: Vec<(String, String)>,
+    /// On the runtime's command line, under `BRIG_ENV_ARGV=1` only.
+    pub exposed: Vec<(String, String)>,
+}
+
 /// One engine per command (or per brigd request).
 #[derive(Debug)]
 pub struct Engine<'a> {
@@ -89,6 +105,8 @@ pub struct Engine<'a> {
     pub warnings: Warnings,
     pub(crate) cwd: PathBuf,
     pub(crate) state_dir: PathBuf,
+    /// The secret store, opened the first time a secret is needed.
+    secret_store: Option<crate::secrets::Store>,
 }
 
 impl<'a> Engine<'a> {
@@ -100,7 +118,26 @@ impl<'a> Engine<'a> {
     ) -> Result<Self, crate::Error> {
         let cwd = std::env::current_dir().map_err(|e| crate::Error::io("read the current directory", ".", e))?;
         let state_dir = home::state_dir(env, &cwd)?;
-        Ok(Engine { env, registry, prompts, warnings, cwd, state_dir })
+        Ok(Engine { env, registry, prompts, warnings, cwd, state_dir, secret_store: None })
+    }
+
+    /// Write the profile's credential files into the running sandbox, as
+    /// every command in it is about to run.
+    pub fn deliver_files(
+        &mut self,
+        runtime: &dyn Runtime,
+        sandbox: &str,
+        profile: &Profile,
+    ) -> Result<(), crate::Error> {
+        secret_files::deliver(self, runtime, sandbox, profile)
+    }
+
+    /// The secret store, opened once per engine.
+    pub fn secret_store(&mut self) -> Result<&crate::secrets::Store, crate::secrets::Error> {
+        if self.secret_store.is_none() {
+            self.secret_store = Some(crate::secrets::Store::open()?);
+        }
+        Ok(self.secret_store.as_ref().expect("opened just now"))
     }
 
     pub fn state_dir(&self) -> &std::path::Path {
@@ -129,7 +166,11 @@ impl<'a> Engine<'a> {
             .variable("HYPERVISOR")
             .map(|(_, v)| v.to_owned())
             .or_else(|| profile.hypervisor.map(|h| h.as_str().to_owned()));
-        Ok(runtime::open(&resolved, self.env, hypervisor)?)
+        let mut runtime = runtime::open(&resolved, self.env, hypervisor)?;
+        let mut withheld = profile.ambient_sources();
+        withheld.extend(boot::forward_list(self, profile).unwrap_or_default());
+        runtime.withhold(withheld);
+        Ok(runtime)
     }
 
     /// Make the session's sandbox run: plan, then apply, or the refusal.
@@ -214,16 +255,43 @@ impl<'a> Engine<'a> {
         Ok(Some(hardening))
     }
 
-    pub fn exec_env(&mut self, profile: &Profile) -> Result<Vec<(String, String)>, crate::Error> {
-        let mut env = vec![("HOME".to_owned(), profile.guest_home.clone())];
-        env.extend(boot::forwarded(self, profile, boot::Bindings::All)?);
-        Ok(env)
+    /// The variables for one command in the guest: the ones fed through the
+    /// runtime's `--env-file` pipe, and, only under `BRIG_ENV_ARGV=1`
+    /// (exactly `1`), the values from brig's own environment placed on the
+    /// runtime's command line instead, with a warning naming them. A value
+    /// from the secret store is never placed there.
+    pub fn exec_env(&mut self, profile: &Profile) -> Result<ExecEnv, crate::Error> {
+        let mut fed = vec![("HOME".to_owned(), profile.guest_home.clone())];
+        let mut exposed = Vec::new();
+        let hatch = self.env.get("BRIG_ENV_ARGV") == Some("1");
+        for f in boot::forwarded(self, profile, boot::Bindings::All)? {
+            if hatch && f.ambient {
+                exposed.push((f.name, f.value));
+            } else {
+                fed.push((f.name, f.value));
+            }
+        }
+        if !exposed.is_empty() {
+            let names: Vec<&str> = exposed.iter().map(|(n, _)| n.as_str()).collect();
+            self.warnings.push(format!(
+                "BRIG_ENV_ARGV=1 puts {} on the runtime's command line, where every local user can read them",
+                names.join(", ")
+            ));
+        }
+        Ok(ExecEnv { fed, exposed })
     }
 
     /// The runtime for commands that only look (`ls`, `stop`, `rm`): no
     /// isolation rule, since nothing new is booted.
     pub fn open_runtime_for_listing(&mut self, profile: Option<&Profile>) -> Result<Box<dyn Runtime>, crate::Error> {
         let resolved = runtime::resolve(self.env, profile.map(|p| (p.name.as_str(), p.runtime_bin.as_deref())))?;
-        Ok(runtime::open(&resolved, self.env, None)?)
+        let mut runtime = runtime::open(&resolved, self.env, None)?;
+        // Without a profile, what any profile forwards.
+        let names = match profile {
+            Some(profile) => profile.ambient_sources(),
+            None => self.registry.entries().iter().flat_map(|e| e.profile.ambient_sources()).collect(),
+        };
+        runtime.withhold(names);
+        Ok(runtime)
     }
 }

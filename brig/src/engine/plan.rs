@@ -348,12 +348,7 @@ impl Engine<'_> {
         plan.mounts = mounts(&req.profile, &home.path, project.as_deref(), &git);
         plan.git = git;
 
-        // Every declared secret is checked before a sandbox exists. Without
-        // a store an optional secret is simply absent; a required one refuses.
-        let required: Vec<String> = req.profile.secrets.iter().filter(|s| s.required).map(|s| s.name.clone()).collect();
-        if !required.is_empty() {
-            return Err(Error::SecretsUnavailable { profile: req.profile.name.clone(), names: required });
-        }
+        self.check_secrets(&req.profile)?;
 
         let runtime = self.open_runtime(&req.profile)?;
         plan.shim = runtime.shim().map(str::to_owned);
@@ -450,6 +445,57 @@ impl Engine<'_> {
         settings.flag_bool("ALLOW_REFS")?;
         crate::settings::global::<Bool>(self.env, "BRIG_ALLOW_CONTAINER_ISOLATION")?;
         Ok(Resolved { image, mem, cpus, network, pull, verify, skills, ready_timeout })
+    }
+
+    /// Every declared secret, checked before a sandbox exists from the
+    /// store's index (no value is read): a missing required one refuses
+    /// (exit 6, every missing name and the command that stores it), a
+    /// missing optional one warns, and an expired or expiring one warns and
+    /// is still handed over. A store that cannot be opened refuses only
+    /// when something is required.
+    fn check_secrets(&mut self, profile: &Profile) -> Result<(), Error> {
+        if profile.secrets.is_empty() {
+            return Ok(());
+        }
+        let required: Vec<&str> = profile.secrets.iter().filter(|s| s.required).map(|s| s.name.as_str()).collect();
+        let index = match self.secret_store().and_then(|store| store.index()) {
+            Ok(index) => index,
+            Err(err) if required.is_empty() => {
+                tracing::debug!("no secret store for {}'s optional secrets: {err}", profile.name);
+                return Ok(());
+            }
+            Err(err) => return Err(err.into()),
+        };
+        let missing: Vec<String> =
+            required.iter().filter(|name| !index.contains_key(**name)).map(|name| (*name).to_owned()).collect();
+        if !missing.is_empty() {
+            return Err(Error::SecretsMissing { profile: profile.name.clone(), names: missing });
+        }
+        let now = crate::secrets::now_ms();
+        for decl in &profile.secrets {
+            match index.get(&decl.name) {
+                None => self.warnings.push(format!(
+                    "{} can use the secret {}, which is not stored; it runs without it ({})",
+                    profile.name,
+                    decl.name,
+                    decl.hint.clone().unwrap_or_else(|| format!("to store it: brig secret create {}", decl.name))
+                )),
+                Some(entry) => {
+                    if let Some(expires) = entry.expires_at {
+                        if expires <= now {
+                            self.warnings.push(format!(
+                                "the secret {} expired {}; it is handed over anyway",
+                                decl.name,
+                                crate::secrets::ago(now - expires)
+                            ));
+                        } else if expires - now < 24 * 3600 * 1000 {
+                            self.warnings.push(format!("the secret {} is about to expire", decl.name));
+                        }
+                    }
+                }
+            }
+        }
+        Ok(())
     }
 
     /// Decision 15, for a path the guest would be able to write.

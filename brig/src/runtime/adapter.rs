@@ -88,11 +88,7 @@ pub struct BootSpec {
     /// the runtime through a pipe (`env_file`), never argv or its
     /// environment.
     pub env: Vec<(String, String)>,
-    /// Host variables the runtime's own environment goes without: the
-    /// credentials brig forwards by reference, which nerdctl would
-    /// otherwise store with the sandbox (it gives its environment to the
-    /// sandbox's OCI hooks).
-    pub withheld: Vec<String>,
+
     pub labels: Vec<(String, String)>,
     /// What a container on the host's kernel is held to; `None` for a
     /// microVM, whose own kernel is the boundary.
@@ -173,8 +169,10 @@ pub struct ExecSpec {
     pub workdir: Option<String>,
     /// Handed to the runtime through a pipe, as `BootSpec::env`.
     pub env: Vec<(String, String)>,
-    /// As `BootSpec::withheld`.
-    pub withheld: Vec<String>,
+    /// `BRIG_ENV_ARGV=1` only: variables placed on the runtime's command
+    /// line as `NAME=value`, by the user's choice.
+    pub exposed: Vec<(String, String)>,
+
     /// Allocate a terminal (the caller checked stdin is one).
     pub tty: bool,
     /// Keep stdin open for the command.
@@ -189,6 +187,12 @@ pub const PARK: [&str; 3] = ["sh", "-c", "trap 'exit 0' TERM INT; while :; do sl
 /// A runtime adapter.
 pub trait Runtime: std::fmt::Debug + Send + Sync {
     fn kind(&self) -> Kind;
+    /// Host variables every command of this runtime goes without: the ones
+    /// a profile forwards to its guest by reference. A value bound for the
+    /// guest never sits in a runtime's environment, where nerdctl would
+    /// also store it with the sandbox (it gives its environment to the
+    /// sandbox's OCI hooks, and so to the network plugins).
+    fn withhold(&mut self, names: Vec<String>);
     fn bin(&self) -> &std::path::Path;
     /// The isolation a new sandbox gets on this runtime as configured.
     fn isolation(&self) -> Result<Isolation, Error>;

@@ -89,7 +89,6 @@ fn boot_spec() -> BootSpec {
         tmpfs: Vec::new(),
         env: Vec::new(),
         labels: Vec::new(),
-        withheld: Vec::new(),
         hardening: Some(super::Hardening::container(std::path::Path::new("/s"))),
     }
 }

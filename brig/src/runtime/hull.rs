@@ -80,11 +80,13 @@ pub struct HullCli {
     /// `vz`, `hvi` or `qemu`, from `BRIG_HYPERVISOR` or the profile; `None`
     /// takes [`DEFAULT_BACKEND`].
     backend: Option<String>,
+    /// See [`Runtime::withhold`].
+    withheld: Vec<String>,
 }
 
 impl HullCli {
     pub fn new(bin: PathBuf, backend: Option<String>) -> Self {
-        HullCli { bin, backend }
+        HullCli { bin, backend, withheld: Vec::new() }
     }
 
     fn backend(&self) -> &str {
@@ -94,7 +96,9 @@ impl HullCli {
     /// A hull command. `counted` marks an operation the user asked for;
     /// everything else is suppressed so one brig command counts once.
     fn cmd(&self, counted: bool) -> Command {
-        Command::new(&self.bin)
+        self.withheld
+            .iter()
+            .fold(Command::new(&self.bin), |cmd, name| cmd.env_remove(name))
             .env("HULL_TELEMETRY_PRODUCT", "brig")
             .env("HULL_TELEMETRY_SUPPRESS", if counted { "" } else { "1" })
     }
@@ -400,6 +404,10 @@ impl Runtime for HullCli {
         Kind::Hull
     }
 
+    fn withhold(&mut self, names: Vec<String>) {
+        self.withheld = names;
+    }
+
     fn bin(&self) -> &Path {
         &self.bin
     }
@@ -490,6 +498,9 @@ impl Runtime for HullCli {
         for (key, value) in &spec.env {
             cmd = cmd.args(["--env", key]).env(key, value);
         }
+        for (key, value) in &spec.exposed {
+            cmd = cmd.arg("--env").arg(format!("{key}={value}"));
+        }
         cmd.arg(name).arg("--").args(&spec.argv)
     }
 
@@ -531,7 +542,6 @@ mod tests {
             tmpfs: vec![Tmpfs { path: "/root/.claude".into(), options: "size=512m,mode=0700,nodev,nosuid".into() }],
             env: vec![("GH_TOKEN".into(), "ghp_s3cret".into()), ("HOME".into(), "/root".into())],
             labels: vec![("sh.brig.agent".into(), "claude-code".into())],
-            withheld: Vec::new(),
             hardening: None,
         }
     }
@@ -654,7 +664,7 @@ mod tests {
             argv: vec![if tty { "claude" } else { "true" }.to_owned()],
             workdir: workdir.map(str::to_owned),
             env: env.iter().map(|(k, v)| ((*k).to_owned(), (*v).to_owned())).collect(),
-            withheld: Vec::new(),
+            exposed: Vec::new(),
             tty,
             interactive: tty,
         };

@@ -30,6 +30,8 @@ pub struct OciCli {
     /// nerdctl only: the shim's executable, when it was looked for and not
     /// found; a boot is refused before anything is created.
     shim_missing: Option<String>,
+    /// See [`Runtime::withhold`].
+    withheld: Vec<String>,
 }
 
 /// What podman runs when its configuration names no runtime.
@@ -37,7 +39,7 @@ const PODMAN_DEFAULT_RUNTIME: &str = "crun";
 
 impl OciCli {
     pub fn new(kind: Kind, bin: PathBuf, shim: Option<String>) -> Self {
-        OciCli { kind, bin, shim, podman_runtime: None, shim_missing: None }
+        OciCli { kind, bin, shim, podman_runtime: None, shim_missing: None, withheld: Vec::new() }
     }
 
     /// A nerdctl adapter handing sandboxes to `shim`, which must be
@@ -47,17 +49,24 @@ impl OciCli {
             Some(_) => !Path::new(exe).is_file(),
             None => env.find_on_path(exe).is_none(),
         });
-        OciCli { kind: Kind::Nerdctl, bin, shim: Some(shim), podman_runtime: None, shim_missing }
+        OciCli { kind: Kind::Nerdctl, bin, shim: Some(shim), podman_runtime: None, shim_missing, withheld: Vec::new() }
     }
 
     /// A podman adapter handing sandboxes to `runtime`, the OCI runtime its
     /// configuration names (see [`super::podman_configured_runtime`]).
     pub fn podman(bin: PathBuf, runtime: Option<String>) -> Self {
-        OciCli { kind: Kind::Podman, bin, shim: None, podman_runtime: runtime, shim_missing: None }
+        OciCli {
+            kind: Kind::Podman,
+            bin,
+            shim: None,
+            podman_runtime: runtime,
+            shim_missing: None,
+            withheld: Vec::new(),
+        }
     }
 
     fn cmd(&self) -> Command {
-        Command::new(&self.bin)
+        self.withheld.iter().fold(Command::new(&self.bin), |cmd, name| cmd.env_remove(name))
     }
 
     fn core(&self) -> Core {
@@ -321,6 +330,10 @@ impl Runtime for OciCli {
         self.kind
     }
 
+    fn withhold(&mut self, names: Vec<String>) {
+        self.withheld = names;
+    }
+
     fn bin(&self) -> &Path {
         &self.bin
     }
@@ -468,9 +481,6 @@ impl Runtime for OciCli {
         if !spec.env.is_empty() {
             cmd = cmd.arg("--env-file").feed_arg(super::adapter::env_file(&spec.env));
         }
-        for name in &spec.withheld {
-            cmd = cmd.env_remove(name);
-        }
         // `--` ends the options: whatever the image value is, the runtime
         // reads it as the image.
         cmd = cmd.arg("--").arg(&spec.image).args(super::adapter::PARK);
@@ -567,8 +577,8 @@ impl Runtime for OciCli {
         if !spec.env.is_empty() {
             cmd = cmd.arg("--env-file").feed_arg(super::adapter::env_file(&spec.env));
         }
-        for withheld in &spec.withheld {
-            cmd = cmd.env_remove(withheld);
+        for (key, value) in &spec.exposed {
+            cmd = cmd.arg("-e").arg(format!("{key}={value}"));
         }
         cmd.arg(name).args(&spec.argv)
     }
@@ -842,7 +852,6 @@ mod tests {
             }],
             env: vec![("TOKEN".into(), "s3cret".into())],
             labels: vec![("sh.brig.agent".into(), "a".into())],
-            withheld: Vec::new(),
             hardening: Some(crate::runtime::Hardening::container(Path::new("/s"))),
         };
         let err = rt.boot(&spec).unwrap_err();

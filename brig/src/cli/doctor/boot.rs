@@ -323,7 +323,6 @@ fn create(runtime: &dyn Runtime, facts: &Facts, deadline: &Deadline) -> (Outcome
         tmpfs: Vec::new(),
         env: Vec::new(),
         labels: vec![(runtime::adapter::label::ISOLATION.to_owned(), facts.isolation.to_string())],
-        withheld: Vec::new(),
         // Held to what a real sandbox of this class is held to, so the boot
         // proves what brig would boot.
         hardening: facts.hardening.clone(),
