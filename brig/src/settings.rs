@@ -205,7 +205,12 @@ impl<'a> Settings<'a> {
 
     /// A boolean per-agent setting with no flag and no profile field.
     pub fn flag_bool(&self, key: &str) -> Result<bool, Error> {
-        Ok(self.resolve::<Bool>(None, key, None, None, Bool(false))?.value.0)
+        self.flag_bool_or(key, false)
+    }
+
+    /// A boolean with its default when unset.
+    pub fn flag_bool_or(&self, key: &str, default: bool) -> Result<bool, Error> {
+        Ok(self.resolve::<Bool>(None, key, None, None, Bool(default))?.value.0)
     }
 }
 

@@ -62,6 +62,8 @@ pub struct PlanData {
     /// What a container on the host's kernel is held to; `null` for a microVM.
     pub hardening: Option<Hardening>,
     pub credentials: Vec<Credential>,
+    /// The credential files the guest gets, by name.
+    pub guest_login: Vec<crate::engine::plan::GuestLogin>,
     pub refused: Option<Refused>,
 }
 
@@ -105,6 +107,7 @@ impl PlanData {
             mounts: plan.mounts.clone(),
             hardening: (plan.isolation == Some(Isolation::Container)).then(|| Hardening::container(state_dir)),
             credentials: plan.credentials.clone(),
+            guest_login: plan.guest_login.clone(),
             refused: plan
                 .refused
                 .as_ref()
@@ -207,7 +210,29 @@ fn render(data: &PlanData) -> String {
     for c in &data.credentials {
         rows.push((
             "credential",
-            format!("{} (from {}{})", c.name, c.from, if c.required { ", required" } else { "" }),
+            format!(
+                "{} (from {}{}{})",
+                c.name,
+                c.from,
+                if c.required { ", required" } else { "" },
+                match (c.stored, c.expired) {
+                    (Some(true), true) => ", stored, expired",
+                    (Some(true), false) => ", stored",
+                    (Some(false), _) => ", not stored",
+                    (None, _) => "",
+                }
+            ),
+        ));
+    }
+    for login in &data.guest_login {
+        rows.push((
+            "guest login",
+            format!(
+                "{} as a file (from {}{})",
+                login.name,
+                escaped(&login.source),
+                if login.expired { ", expired" } else { "" }
+            ),
         ));
     }
     if let Some(refused) = &data.refused {

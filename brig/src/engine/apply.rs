@@ -185,7 +185,17 @@ impl Engine<'_> {
     /// can change.
     fn recheck(&self, plan: &Ready, home: &GuestHome) -> Result<(), Error> {
         let prepared = prepare::create_home(&self.state_dir, plan.session.sandbox(), home)?;
-        prepare_mounts(plan, &prepared)
+        prepare_mounts(plan, &prepared)?;
+        self.write_git(plan, &prepared)
+    }
+
+    /// brig's git configuration in the home (`git_setup`), as the settings
+    /// and the host's identity say at this boot or start.
+    fn write_git(&self, plan: &Ready, prepared: &crate::session::PreparedHome) -> Result<(), Error> {
+        match super::git_setup::GitSetup::resolve(self.env, &plan.profile, &self.cwd)? {
+            Some(setup) => super::git_setup::write(&setup, &plan.profile, prepared),
+            None => Ok(()),
+        }
     }
 
     /// Remove the sandbox to boot it again with another project. The record
@@ -229,8 +239,11 @@ impl Engine<'_> {
             Some(p) => crate::session::project::guest_path(p),
             None => plan.profile.guest_home.clone(),
         };
+        let trust =
+            crate::settings::Settings::new(self.env, &plan.profile.name).flag_bool_or("TRUST_WORKSPACE", true)?;
         let outcome = prepare_mounts(plan, &prepared)
-            .and_then(|()| prepare::seed_onboarding(&plan.profile, &prepared, &workdir))
+            .and_then(|()| self.write_git(plan, &prepared))
+            .and_then(|()| prepare::seed_onboarding(&plan.profile, &prepared, trust.then_some(workdir.as_str())))
             .map(|lines| lines.into_iter().for_each(|line| self.warnings.push(line)))
             .and_then(|()| boot::spec(self, plan, home))
             .and_then(|spec| {

@@ -11,6 +11,7 @@
 mod apply;
 mod boot;
 mod facts;
+mod git_setup;
 
 pub mod git_meta;
 mod host_paths;

@@ -156,6 +156,25 @@ pub struct Credential {
     pub name: String,
     pub from: &'static str,
     pub required: bool,
+    /// A secret: whether the store holds it (from its index; no value is
+    /// read). `None` for a host variable, or when the store was not read.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub stored: Option<bool>,
+    /// A stored secret whose recorded expiry has passed.
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    pub expired: bool,
+}
+
+/// A credential file the guest gets (`files:`), by name.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct GuestLogin {
+    /// The secret.
+    pub name: String,
+    /// Where its value came from (`file:…`, `env:…`, `command`), `store`
+    /// for one stored by hand, or `missing`.
+    pub source: String,
+    pub expired: bool,
 }
 
 /// Everything a run would do, or the refusal that stops it.
@@ -172,6 +191,7 @@ pub struct Plan {
     pub project: Option<PathBuf>,
     pub record: Option<Record>,
     pub credentials: Vec<Credential>,
+    pub guest_login: Vec<GuestLogin>,
     pub runtime: Option<Box<dyn Runtime>>,
     /// The shim or OCI runtime the sandbox is handed to, where one is named.
     pub shim: Option<String>,
@@ -283,6 +303,7 @@ impl Engine<'_> {
             project: None,
             record: None,
             credentials: credentials(&req.profile),
+            guest_login: Vec::new(),
             runtime: None,
             shim: None,
             isolation: None,
@@ -348,7 +369,7 @@ impl Engine<'_> {
         plan.mounts = mounts(&req.profile, &home.path, project.as_deref(), &git);
         plan.git = git;
 
-        self.check_secrets(&req.profile)?;
+        self.check_secrets(&req.profile, plan)?;
 
         let runtime = self.open_runtime(&req.profile)?;
         plan.shim = runtime.shim().map(str::to_owned);
@@ -443,6 +464,9 @@ impl Engine<'_> {
         // the first exec forwards the profile's variables.
         settings.flag_bool("ALLOW_DENIED")?;
         settings.flag_bool("ALLOW_REFS")?;
+        for flag in ["GIT_CONFIG", "GIT_IDENTITY", "TRUST_WORKSPACE"] {
+            settings.flag_bool(flag)?;
+        }
         crate::settings::global::<Bool>(self.env, "BRIG_ALLOW_CONTAINER_ISOLATION")?;
         Ok(Resolved { image, mem, cpus, network, pull, verify, skills, ready_timeout })
     }
@@ -453,7 +477,7 @@ impl Engine<'_> {
     /// missing optional one warns, and an expired or expiring one warns and
     /// is still handed over. A store that cannot be opened refuses only
     /// when something is required.
-    fn check_secrets(&mut self, profile: &Profile) -> Result<(), Error> {
+    fn check_secrets(&mut self, profile: &Profile, plan: &mut Plan) -> Result<(), Error> {
         if profile.secrets.is_empty() {
             return Ok(());
         }
@@ -466,12 +490,27 @@ impl Engine<'_> {
             }
             Err(err) => return Err(err.into()),
         };
+        let now = crate::secrets::now_ms();
+        let expired = |name: &str| index.get(name).and_then(|e| e.expires_at).is_some_and(|t| t <= now);
+        for c in plan.credentials.iter_mut().filter(|c| c.from == "secret") {
+            c.stored = Some(index.contains_key(&c.name));
+            c.expired = expired(&c.name);
+        }
+        plan.guest_login = profile
+            .files
+            .iter()
+            .filter_map(|f| f.reference.strip_prefix("secrets."))
+            .map(|name| GuestLogin {
+                name: name.to_owned(),
+                source: index.get(name).map_or("missing", |e| e.from.as_deref().unwrap_or("store")).to_owned(),
+                expired: expired(name),
+            })
+            .collect();
         let missing: Vec<String> =
             required.iter().filter(|name| !index.contains_key(**name)).map(|name| (*name).to_owned()).collect();
         if !missing.is_empty() {
             return Err(Error::SecretsMissing { profile: profile.name.clone(), names: missing });
         }
-        let now = crate::secrets::now_ms();
         for decl in &profile.secrets {
             match index.get(&decl.name) {
                 None => self.warnings.push(format!(
@@ -680,8 +719,16 @@ pub fn credentials(profile: &Profile) -> Vec<Credential> {
         required: profile.secret(&name).is_some_and(|d| d.required),
         name,
         from: "secret",
+        stored: None,
+        expired: false,
     });
-    let env = names.env.into_iter().map(|name| Credential { name, from: "env", required: false });
+    let env = names.env.into_iter().map(|name| Credential {
+        name,
+        from: "env",
+        required: false,
+        stored: None,
+        expired: false,
+    });
     secrets.chain(env).collect()
 }
 

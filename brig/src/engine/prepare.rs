@@ -91,7 +91,9 @@ fn adopt(home: &PreparedHome, rel: &Path, keep_parent: &OwnedFd, name: &OsStr, f
 /// as a hostmount left it), and mark the run's directory trusted in it, so
 /// the agent starts without its first-run questions. Done before the boot,
 /// while nothing in the guest has the file open.
-pub fn seed_onboarding(profile: &Profile, home: &PreparedHome, workdir: &str) -> Result<Vec<String>, Error> {
+/// `workdir` is `None` under `BRIG_TRUST_WORKSPACE=0`: the seed is written,
+/// and the agent asks its trust question itself.
+pub fn seed_onboarding(profile: &Profile, home: &PreparedHome, workdir: Option<&str>) -> Result<Vec<String>, Error> {
     let Some(onboarding) = &profile.onboarding else { return Ok(Vec::new()) };
     let rel = profile.host_side(&onboarding.file);
     let (parent, name) = open_parent(home, &rel)?;
@@ -113,6 +115,7 @@ pub fn seed_onboarding(profile: &Profile, home: &PreparedHome, workdir: &str) ->
     };
     let before = (size != 0).then(|| document.clone());
     if let [map, flag] = onboarding.trust_key.as_slice()
+        && let Some(workdir) = workdir
         && let Some(object) = document.as_object_mut()
     {
         let entries = object.entry(map.clone()).or_insert_with(|| serde_json::json!({}));
@@ -138,7 +141,7 @@ pub fn seed_onboarding(profile: &Profile, home: &PreparedHome, workdir: &str) ->
 
 /// Open the directory holding `rel` inside the home, creating missing
 /// directories on the way, and return it with the last component's name.
-fn open_parent<'a>(home: &PreparedHome, rel: &'a Path) -> Result<(OwnedFd, &'a OsStr), Error> {
+pub(super) fn open_parent<'a>(home: &PreparedHome, rel: &'a Path) -> Result<(OwnedFd, &'a OsStr), Error> {
     let mut parts: Vec<&OsStr> = Vec::new();
     for component in rel.components() {
         match component {
@@ -287,14 +290,14 @@ mod tests {
         let scratch = tempfile::tempdir().unwrap();
         let home = home(scratch.path());
         let profile = claude();
-        assert!(seed_onboarding(&profile, &home, "/work/demo").unwrap().is_empty());
+        assert!(seed_onboarding(&profile, &home, Some("/work/demo")).unwrap().is_empty());
         let file = home.path.join(".brig-keep/.claude/.claude.json");
         let doc: serde_json::Value = serde_json::from_slice(&std::fs::read(&file).unwrap()).unwrap();
         assert_eq!(doc["hasCompletedOnboarding"], true);
         assert_eq!(doc["projects"]["/work/demo"]["hasTrustDialogAccepted"], true);
         // What the agent wrote since stays; a second directory is added.
         std::fs::write(&file, r#"{"mine": 1, "projects": {"/work/demo": {"x": 2}}}"#).unwrap();
-        seed_onboarding(&profile, &home, "/work/other").unwrap();
+        seed_onboarding(&profile, &home, Some("/work/other")).unwrap();
         let doc: serde_json::Value = serde_json::from_slice(&std::fs::read(&file).unwrap()).unwrap();
         assert_eq!(doc["mine"], 1);
         assert_eq!(doc["projects"]["/work/demo"]["x"], 2);
@@ -308,7 +311,7 @@ mod tests {
         let home = home(scratch.path());
         std::fs::create_dir_all(home.path.join(".brig-keep/.claude")).unwrap();
         std::fs::write(home.path.join(".brig-keep/.claude/.claude.json"), "not json").unwrap();
-        let warnings = seed_onboarding(&claude(), &home, "/work/demo").unwrap();
+        let warnings = seed_onboarding(&claude(), &home, Some("/work/demo")).unwrap();
         assert_eq!(warnings.len(), 1, "{warnings:?}");
         assert_eq!(std::fs::read_to_string(home.path.join(".brig-keep/.claude/.claude.json")).unwrap(), "not json");
     }
