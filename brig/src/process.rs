@@ -14,6 +14,7 @@ use std::cell::RefCell;
 use std::ffi::OsString;
 use std::fmt;
 use std::io::Read;
+use std::os::fd::OwnedFd;
 use std::os::unix::process::CommandExt;
 use std::path::{Path, PathBuf};
 use std::process::{ExitStatus, Stdio};
@@ -130,10 +131,20 @@ impl Deadline {
     }
 }
 
-/// Spawn, trying again for a moment on "text file busy": an executable that
-/// was just written (a runtime installed a moment ago) can be briefly held
-/// open by a child another thread forked before it closed its copy.
-fn spawn(cmd: &mut std::process::Command) -> std::io::Result<std::process::Child> {
+/// Held by every spawn: a feed is made inheritable just for its own child,
+/// and no other child may be forked meanwhile and inherit it too.
+static SPAWNING: std::sync::Mutex<()> = std::sync::Mutex::new(());
+
+/// Spawn, handing the child `feeds` (each at its own number, which its argv
+/// names as `/dev/fd/<n>`), and closing them in brig once it has them. Tried
+/// again for a moment on "text file busy": an executable that was just
+/// written (a runtime installed a moment ago) can be briefly held open by a
+/// child another thread forked before it closed its copy.
+fn spawn(cmd: &mut std::process::Command, feeds: Vec<OwnedFd>) -> std::io::Result<std::process::Child> {
+    let _one = SPAWNING.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+    for fd in &feeds {
+        rustix::io::fcntl_setfd(fd, rustix::io::FdFlags::empty())?;
+    }
     let mut tries = 0;
     loop {
         match cmd.spawn() {
@@ -247,12 +258,12 @@ impl Command {
         }
     }
 
-    /// An argument naming a pipe that holds `bytes`, readable once by the
-    /// child as `/proc/<brig's pid>/fd/<n>`. The pipe is made and filled at
-    /// each spawn (so a command run again reads its bytes again), brig holds
-    /// its only read end until the child exits, and the read end is closed
-    /// on exec, so no other child inherits it; only a process that could
-    /// read brig's own memory can open it.
+    /// An argument naming a pipe that holds `bytes`, which the child reads
+    /// as `/dev/fd/<n>`: its own descriptor, so it opens it even from
+    /// inside a user namespace (rootless podman reads its `--env-file`
+    /// there). The pipe is made and filled at each spawn (a command run
+    /// again reads its bytes again), inherited by that child alone, and
+    /// closed in brig as soon as the child has it.
     pub fn feed_arg(mut self, bytes: Vec<u8>) -> Self {
         self.feeds.push((self.args.len(), bytes.into()));
         self.args.push(FEED_PLACEHOLDER.into());
@@ -329,9 +340,9 @@ impl Command {
         self.args.iter()
     }
 
-    /// The std command, with every feed made: the pipes' read ends must
-    /// stay open until the child has exited.
-    fn std(&self) -> Result<(std::process::Command, Vec<std::os::fd::OwnedFd>), Error> {
+    /// The std command, with every feed made: the pipes' read ends, to be
+    /// handed to [`spawn`].
+    fn std(&self) -> Result<(std::process::Command, Vec<OwnedFd>), Error> {
         let mut args = self.args.clone();
         let mut held = Vec::new();
         for (at, bytes) in &self.feeds {
@@ -374,12 +385,12 @@ impl Command {
             return Err(Error::Deadline { command: self.summary() });
         }
         tracing::debug!("running {}", self.display());
-        let (mut cmd, _feeds) = self.std()?;
+        let (mut cmd, feeds) = self.std()?;
         cmd.stdin(if self.stdin.is_some() { Stdio::piped() } else { Stdio::null() })
             .stdout(Stdio::piped())
             .stderr(Stdio::piped());
-        let mut child =
-            spawn(&mut cmd).map_err(|source| Error::Spawn { program: self.program.display().to_string(), source })?;
+        let mut child = spawn(&mut cmd, feeds)
+            .map_err(|source| Error::Spawn { program: self.program.display().to_string(), source })?;
         // Feed stdin and drain both pipes on their own threads, so neither
         // side can fill a pipe buffer and wait on the other forever.
         let feeder = self.stdin.clone().zip(child.stdin.take()).map(|(bytes, mut pipe)| {
@@ -424,8 +435,8 @@ impl Command {
     /// Run with the terminal inherited (stdin, stdout, stderr), returning its status.
     pub fn interactive(&self) -> Result<ExitStatus, Error> {
         tracing::debug!("running {}", self.display());
-        let (mut cmd, _feeds) = self.std()?;
-        cmd.status().map_err(|source| self.spawn_error(source))
+        let (mut cmd, feeds) = self.std()?;
+        spawn(&mut cmd, feeds).and_then(|mut child| child.wait()).map_err(|source| self.spawn_error(source))
     }
 
     /// Like [`Command::interactive`], but stderr is passed through a pipe
@@ -443,8 +454,8 @@ impl Command {
     /// printed when `hold` ends, and stderr streams from then on.
     pub fn interactive_holding_stderr(&self, hold: Duration) -> Result<Interactive, Error> {
         tracing::debug!("running {}", self.display());
-        let (mut cmd, _feeds) = self.std()?;
-        let mut child = spawn(cmd.stderr(Stdio::piped())).map_err(|source| self.spawn_error(source))?;
+        let (mut cmd, feeds) = self.std()?;
+        let mut child = spawn(cmd.stderr(Stdio::piped()), feeds).map_err(|source| self.spawn_error(source))?;
         let pipe = child.stderr.take().expect("stderr is piped");
         let relay = std::thread::spawn(move || relay_stderr(pipe, hold));
         let status = child.wait().map_err(|source| self.spawn_error(source))?;
@@ -456,12 +467,8 @@ impl Command {
     /// for output that is streamed as it comes (`brig logs --follow`).
     pub fn spawn_stdout(&self) -> Result<std::process::Child, Error> {
         tracing::debug!("running {}", self.display());
-        debug_assert!(self.feeds.is_empty(), "a streamed command outlives its feeds");
-        let (mut cmd, _feeds) = self.std()?;
-        cmd.stdin(Stdio::null())
-            .stdout(Stdio::piped())
-            .stderr(Stdio::inherit())
-            .spawn()
+        let (mut cmd, feeds) = self.std()?;
+        spawn(cmd.stdin(Stdio::null()).stdout(Stdio::piped()).stderr(Stdio::inherit()), feeds)
             .map_err(|source| self.spawn_error(source))
     }
 
@@ -473,8 +480,8 @@ impl Command {
             Ok(made) => made,
             Err(err) => return err,
         };
-        // The runtime that replaces brig keeps brig's pid: the feeds stay
-        // open across the exec, so the paths on its argv still name them.
+        // The runtime that replaces brig keeps brig's descriptors: the feeds
+        // stay open across the exec at the numbers its argv names.
         for fd in &feeds {
             if let Err(e) = rustix::io::fcntl_setfd(fd, rustix::io::FdFlags::empty()) {
                 return self.spawn_error(e.into());
@@ -491,7 +498,7 @@ impl Command {
 
 /// A pipe holding `bytes` whose write end is already closed, and the path
 /// through which the child opens its read end.
-fn fill_pipe(bytes: &[u8]) -> std::io::Result<(std::os::fd::OwnedFd, String)> {
+fn fill_pipe(bytes: &[u8]) -> std::io::Result<(OwnedFd, String)> {
     use std::os::fd::AsRawFd;
     if bytes.len() > FEED_MAX {
         return Err(std::io::Error::other(format!("{} bytes are more than a pipe holds ({FEED_MAX})", bytes.len())));
@@ -505,7 +512,7 @@ fn fill_pipe(bytes: &[u8]) -> std::io::Result<(std::os::fd::OwnedFd, String)> {
         written += rustix::io::write(&write, &bytes[written..])?;
     }
     drop(write);
-    let path = format!("/proc/{}/fd/{}", std::process::id(), read.as_raw_fd());
+    let path = format!("/dev/fd/{}", read.as_raw_fd());
     Ok((read, path))
 }
 

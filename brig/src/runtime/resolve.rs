@@ -102,13 +102,12 @@ fn detect_kind(bin: &Path) -> Result<Kind, Error> {
     if let Some(kind) = Kind::ALL.into_iter().find(|k| name.contains(k.binary_name())) {
         return Ok(kind);
     }
-    let output = std::process::Command::new(bin)
+    // Whatever the exit status: the words are what tell the dialect.
+    let (_, stdout, _) = crate::process::Command::new(bin)
         .arg("--version")
-        .stdin(std::process::Stdio::null())
-        .output()
+        .capture()
         .map_err(|_| Error::UnknownDialect { path: bin.to_path_buf() })?;
-    kind_from_version(&String::from_utf8_lossy(&output.stdout))
-        .ok_or_else(|| Error::UnknownDialect { path: bin.to_path_buf() })
+    kind_from_version(&stdout).ok_or_else(|| Error::UnknownDialect { path: bin.to_path_buf() })
 }
 
 /// The dialect a `--version` line names: each runtime starts it with its own
