@@ -105,7 +105,10 @@ impl PlanData {
             verify: plan.resolved.as_ref().map(|r| r.verify),
             network: plan.resolved.as_ref().map(|r| r.network),
             mounts: plan.mounts.clone(),
-            hardening: (plan.isolation == Some(Isolation::Container)).then(|| Hardening::container(state_dir)),
+            hardening: match (plan.isolation, &plan.runtime) {
+                (Some(Isolation::Container), Some(runtime)) => Some(Hardening::container(state_dir, runtime.kind())),
+                _ => None,
+            },
             credentials: plan.credentials.clone(),
             guest_login: plan.guest_login.clone(),
             refused: plan
@@ -196,13 +199,7 @@ fn render(data: &PlanData) -> String {
                 escaped(&h.seccomp.display().to_string()),
             ),
         ));
-        if h.guest_root_is_host_root {
-            rows.push((
-                "guest user",
-                "root (uid 0), which is root on the host: a rootful runtime gives the sandbox no user namespace"
-                    .to_owned(),
-            ));
-        }
+        rows.push(("guest root", h.guest_root.describe()));
     }
     if data.credentials.is_empty() {
         rows.push(("credential", "none".to_owned()));

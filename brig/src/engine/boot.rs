@@ -102,7 +102,7 @@ pub(super) fn spec(engine: &mut Engine<'_>, plan: &Ready, home: &GuestHome) -> R
         tmpfs,
         env,
         labels,
-        hardening: engine.hardening(plan.isolation)?,
+        hardening: engine.hardening(plan.isolation, plan.runtime.kind())?,
     })
 }
 

@@ -213,6 +213,13 @@ impl<'a> Engine<'a> {
         self.warnings.push(format!(
             "this sandbox is a container on the host's shared kernel ({via}), not a microVM; accepted because BRIG_ALLOW_CONTAINER_ISOLATION is set"
         ));
+        // Run by a user, docker is still rootful: its daemon runs as root.
+        if !rustix::process::geteuid().is_root() && runtime.kind() == runtime::Kind::Docker {
+            self.warnings.push(
+                "docker's daemon runs as root, so root in this guest is root on the host; rootless podman maps it to you"
+                    .to_owned(),
+            );
+        }
     }
 
     /// Apply the isolation rule to a sandbox that exists (its label says what
@@ -247,11 +254,15 @@ impl<'a> Engine<'a> {
     /// What a sandbox of `isolation` is held to. For a container, brig's
     /// seccomp profile is written to the state directory first, where the
     /// runtime reads it at create.
-    pub fn hardening(&self, isolation: Isolation) -> Result<Option<runtime::Hardening>, crate::Error> {
+    pub fn hardening(
+        &self,
+        isolation: Isolation,
+        kind: runtime::Kind,
+    ) -> Result<Option<runtime::Hardening>, crate::Error> {
         if isolation != Isolation::Container {
             return Ok(None);
         }
-        let hardening = runtime::Hardening::container(&self.state_dir);
+        let hardening = runtime::Hardening::container(&self.state_dir, kind);
         crate::profile::store::write_atomic(&self.state_dir, runtime::seccomp::FILE_NAME, &runtime::seccomp::bytes())?;
         Ok(Some(hardening))
     }

@@ -126,9 +126,44 @@ pub struct Hardening {
     /// brig's seccomp profile (`runtime::seccomp`), written here before
     /// the boot.
     pub seccomp: PathBuf,
-    /// brig runs as root, so the runtime is rootful and gives the sandbox
-    /// no user namespace: root in the guest is root on the host.
-    pub guest_root_is_host_root: bool,
+    /// Who root in the guest is on the host.
+    pub guest_root: GuestRoot,
+}
+
+/// Who root in a container's guest is on the host.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
+#[serde(rename_all = "camelCase")]
+pub enum GuestRoot {
+    /// A rootful runtime (brig runs as root, or docker's daemon does) gives
+    /// the sandbox no user namespace: root in the guest is root on the host.
+    HostRoot,
+    /// A rootless runtime (podman or nerdctl run by a user) maps the
+    /// guest's root to that user.
+    User { uid: u32 },
+}
+
+impl GuestRoot {
+    /// What a runtime of `kind`, run by this process's user, gives.
+    pub fn of(kind: Kind) -> GuestRoot {
+        let euid = rustix::process::geteuid();
+        if euid.is_root() || kind == Kind::Docker {
+            GuestRoot::HostRoot
+        } else {
+            GuestRoot::User { uid: euid.as_raw() }
+        }
+    }
+
+    pub fn describe(self) -> String {
+        match self {
+            GuestRoot::HostRoot => {
+                "root (uid 0), which is root on the host: a rootful runtime gives the sandbox no user namespace"
+                    .to_owned()
+            }
+            GuestRoot::User { uid } => {
+                format!("root, which is you (uid {uid}) on the host, through the runtime's user namespace")
+            }
+        }
+    }
 }
 
 impl Hardening {
@@ -136,14 +171,14 @@ impl Hardening {
     /// files, switch users and signal its processes, and nothing else —
     /// no raw sockets, device nodes, chroot, file capabilities, or
     /// setuid-preserving writes, which a runtime's default set allows.
-    pub fn container(state_dir: &Path) -> Hardening {
+    pub fn container(state_dir: &Path, kind: Kind) -> Hardening {
         Hardening {
             no_new_privileges: true,
             capabilities: vec!["CHOWN", "DAC_OVERRIDE", "FOWNER", "KILL", "SETGID", "SETUID", "NET_BIND_SERVICE"],
             pids_limit: 4096,
             log_max_size: "20m",
             seccomp: state_dir.join(super::seccomp::FILE_NAME),
-            guest_root_is_host_root: rustix::process::geteuid().is_root(),
+            guest_root: GuestRoot::of(kind),
         }
     }
 }

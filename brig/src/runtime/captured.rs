@@ -89,7 +89,7 @@ fn boot_spec() -> BootSpec {
         tmpfs: Vec::new(),
         env: Vec::new(),
         labels: Vec::new(),
-        hardening: Some(super::Hardening::container(std::path::Path::new("/s"))),
+        hardening: Some(super::Hardening::container(std::path::Path::new("/s"), super::Kind::Nerdctl)),
     }
 }
 

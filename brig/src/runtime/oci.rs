@@ -852,7 +852,7 @@ mod tests {
             }],
             env: vec![("TOKEN".into(), "s3cret".into())],
             labels: vec![("sh.brig.agent".into(), "a".into())],
-            hardening: Some(crate::runtime::Hardening::container(Path::new("/s"))),
+            hardening: Some(crate::runtime::Hardening::container(Path::new("/s"), Kind::Nerdctl)),
         };
         let err = rt.boot(&spec).unwrap_err();
         let Error::Operation { command: text, .. } = &err else { panic!("{err:?}") };

@@ -100,7 +100,7 @@ pub fn plan(
         image,
         sandbox: format!("{}doctor-{}", crate::session::reference::SANDBOX_PREFIX, std::process::id()),
         timeout: Duration::from_secs(timeout_s),
-        hardening: engine.hardening(isolation)?,
+        hardening: engine.hardening(isolation, resolved.kind)?,
     };
     Ok(Plan { runtime, facts })
 }
