@@ -56,10 +56,13 @@ pub async fn serve(stream: UnixStream, shared: Arc<Shared>, mut shutdown: watch:
     }
 
     let limit = shared.limits.line_bytes;
-    let mut buffer: Vec<u8> = Vec::with_capacity(8 * 1024);
+    // Grown as a request arrives, and given back between requests: an idle
+    // connection holds next to nothing, so a flood of them costs brigd
+    // little and leaves little behind.
+    let mut buffer: Vec<u8> = Vec::new();
     // Bytes of `buffer` already searched for a newline.
     let mut scanned = 0;
-    let mut chunk = vec![0u8; 64 * 1024];
+    let mut chunk = vec![0u8; READ_CHUNK];
     let mut at_end = false;
     loop {
         while let Some(offset) = buffer[scanned..].iter().position(|b| *b == b'\n') {
@@ -69,6 +72,9 @@ pub async fn serve(stream: UnixStream, shared: Arc<Shared>, mut shutdown: watch:
                 return;
             }
             let line: Vec<u8> = buffer.drain(..=end).collect();
+            if buffer.is_empty() {
+                buffer = Vec::new();
+            }
             scanned = 0;
             if *shutdown.borrow() || !answer(&line[..end], &mut writer, &shared).await {
                 return;
@@ -129,6 +135,9 @@ async fn answer(line: &[u8], writer: &mut OwnedWriteHalf, shared: &Arc<Shared>) 
     };
     send(writer, &response.to_line(), shared).await
 }
+
+/// How much a read asks for at a time.
+const READ_CHUNK: usize = 8 * 1024;
 
 /// The most of a client's words brigd writes to its log per line: a
 /// request can be a mebibyte, and an error may quote it.
