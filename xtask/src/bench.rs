@@ -716,6 +716,9 @@ impl<'a> Bench<'a> {
         let mut cmd = Command::new(self.brig);
         cmd.args(args);
         self.scratch.apply(&mut cmd);
+        // brig reads the commit identity where it runs: in the scratch
+        // directory, the report names no path of this checkout.
+        cmd.current_dir(&self.scratch.dir);
         cmd
     }
 
@@ -797,7 +800,7 @@ impl Daemon {
         let log = scratch.dir.join("brigd.log");
         let stderr = std::fs::File::create(&log).with_context(|| format!("creating {}", log.display()))?;
         let mut cmd = Command::new(brigd);
-        cmd.arg("--socket").arg(&socket);
+        cmd.arg("--socket").arg(&socket).current_dir(&scratch.dir);
         scratch.apply(&mut cmd);
         for (name, _) in std::env::vars_os() {
             if name.to_string_lossy().starts_with("BRIGD_") {
