@@ -1392,7 +1392,7 @@ fn render_section(w: &mut String, s: &Section) {
         let pass = f.peak_kib < FLOOD_MAX_MIB * 1024 && f.answers;
         let _ = writeln!(
             w,
-            "| brigd under {} idle connections: resident memory under {FLOOD_MAX_MIB} MiB, and it returns \
+            "| brigd under {} idle connections: resident memory under {FLOOD_MAX_MIB} MiB, and it answers afterwards \
              | {:.1} MiB before, {:.1} MiB at the peak, {:.1} MiB after; {} connections refused beyond the cap; {} | – | {} |",
             f.connections,
             f.before_kib as f64 / 1024.0,

@@ -148,30 +148,26 @@ pub(super) fn forwarded(engine: &mut Engine<'_>, profile: &Profile, which: Bindi
         // binding that does not parse now cannot resolve to a value.
         let Ok(source) = binding.source() else { continue };
         let chain = match source {
-            EnvSource::Value(v) => {
-                if v.is_empty() {
-                    continue;
-                }
-                vec![]
-            }
+            EnvSource::Value(_) => Vec::new(),
             EnvSource::Ref(r) => vec![r],
             EnvSource::Refs(chain) => chain,
         };
-        let value = match binding.value.as_deref() {
-            Some(literal) => Some(literal.to_owned()),
+        // The value, and whether it came from the secret store.
+        let resolved = match binding.value.as_deref() {
+            Some("") => None,
+            Some(literal) => Some((literal.to_owned(), false)),
             None => {
                 let mut found = None;
                 for r in &chain {
                     if let Some(v) = resolve(engine, profile, r, which)? {
-                        found = Some(v);
+                        found = Some((v, matches!(r, Ref::Secret(_))));
                         break;
                     }
                 }
                 found
             }
         };
-        let Some(value) = value else { continue };
-        let from_store = chain.iter().any(|r| matches!(r, Ref::Secret(_))) && !chain_hit_env(engine, &chain);
+        let Some((value, from_store)) = resolved else { continue };
         if from_store && is_plumbing(&binding.name) {
             return Err(super::Error::SecretInPlumbing { name: binding.name.clone() }.into());
         }
@@ -180,23 +176,21 @@ pub(super) fn forwarded(engine: &mut Engine<'_>, profile: &Profile, which: Bindi
         }
         let warn = which != Bindings::Check;
         if profile.deny.contains(&binding.name) && !allow_denied {
-            if !warn {
-                continue;
+            if warn {
+                engine.warnings.push(format!(
+                    "not forwarding {}: it is on the {} denylist (to forward it anyway: BRIG_ALLOW_DENIED=1)",
+                    binding.name, profile.name
+                ));
             }
-            engine.warnings.push(format!(
-                "not forwarding {}: it is on the {} denylist (to forward it anyway: BRIG_ALLOW_DENIED=1)",
-                binding.name, profile.name
-            ));
             continue;
         }
         if binding.value.is_none() && !from_store && !allow_refs && looks_like_reference(&value) {
-            if !warn {
-                continue;
+            if warn {
+                engine.warnings.push(format!(
+                    "not forwarding {}: its value looks like an unresolved secret reference, not a credential; resolve it on the host first (or set BRIG_ALLOW_REFS=1)",
+                    binding.name
+                ));
             }
-            engine.warnings.push(format!(
-                "not forwarding {}: its value looks like an unresolved secret reference, not a credential; resolve it on the host first (or set BRIG_ALLOW_REFS=1)",
-                binding.name
-            ));
             continue;
         }
         let ambient = binding.value.is_none() && !from_store;
@@ -270,19 +264,6 @@ fn resolve(engine: &mut Engine<'_>, profile: &Profile, r: &Ref, which: Bindings)
             Ok(Some(text).filter(|t| !t.is_empty()))
         }
     }
-}
-
-/// Whether a chain's value came from the host environment (an `env.`
-/// element resolved before any `secrets.` one would be read).
-fn chain_hit_env(engine: &Engine<'_>, chain: &[Ref]) -> bool {
-    for r in chain {
-        match r {
-            Ref::Env(name) if engine.env.get(name).is_some_and(|v| !v.is_empty()) => return true,
-            Ref::Secret(_) => return false,
-            Ref::Env(_) => {}
-        }
-    }
-    false
 }
 
 /// Names a stored secret may not be bound to: they shape the guest's

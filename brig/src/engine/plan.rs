@@ -359,12 +359,15 @@ impl Engine<'_> {
         }
         check_apart(sandbox, &home.path, project.as_deref(), &index)?;
         let git = match &project {
-            Some(p) => super::git_meta::paths(p, self.env)?,
+            Some(p) => {
+                let git = super::git_meta::paths(p, self.env)?;
+                for path in &git {
+                    check_path("the project's git metadata", &p.join(&path.rel))?;
+                }
+                git
+            }
             None => Vec::new(),
         };
-        for path in &git {
-            check_path("the project's git metadata", &project.as_deref().unwrap_or(Path::new("/")).join(&path.rel))?;
-        }
         plan.project = project.clone();
         plan.mounts = mounts(&req.profile, &home.path, project.as_deref(), &git);
         plan.git = git;

@@ -8,8 +8,10 @@ use super::{Error, Index, Result, Secret};
 
 /// The service every brig secret is filed under.
 const SERVICE: &str = "sh.brig.secret";
-/// The index's own entry: not a valid secret name, so no secret can take it.
-const INDEX: &str = ".index";
+/// What a secret's metadata entry is named after: `.meta.<name>`, which no
+/// secret name can be (a name holds no `.`). One entry per secret, so two
+/// brig processes writing different secrets never overwrite each other's.
+const META: &str = ".meta.";
 /// The kernel keyring holds at most this much in one key.
 const KERNEL_VALUE_MAX: usize = 32767;
 
@@ -102,10 +104,10 @@ impl Store {
         self.backend
     }
 
-    /// Reading the index tells an unlocked store from a locked one before
-    /// anything is written.
+    /// Reading tells an unlocked store from a locked one before anything is
+    /// written.
     fn probe(&self) -> Result<()> {
-        self.index().map(drop)
+        self.get(META).map(drop)
     }
 
     fn entry(&self, name: &str) -> Result<KeyringEntry> {
@@ -142,19 +144,46 @@ impl Store {
         }
     }
 
+    /// Every secret's metadata, never a value: the names come from the
+    /// store's own listing of brig's metadata entries.
     pub fn index(&self) -> Result<Index> {
-        match self.get(INDEX)? {
-            None => Ok(Index::new()),
-            Some(bytes) => serde_json::from_slice(bytes.expose()).map_err(|e| Error::Index(e.to_string())),
+        let mut index = Index::new();
+        for name in self.names()? {
+            if let Some(meta) = self.get(&format!("{META}{name}"))? {
+                index.insert(name, serde_json::from_slice(meta.expose()).map_err(|e| Error::Index(e.to_string()))?);
+            }
         }
+        Ok(index)
     }
 
-    pub fn set_index(&self, index: &Index) -> Result<()> {
-        if index.is_empty() {
-            return self.delete(INDEX).map(drop);
-        }
-        let bytes = serde_json::to_vec(index).map_err(|e| Error::Index(e.to_string()))?;
-        self.set(INDEX, &Secret::new(bytes))
+    pub fn set_meta(&self, name: &str, entry: &super::Entry) -> Result<()> {
+        let bytes = serde_json::to_vec(entry).map_err(|e| Error::Index(e.to_string()))?;
+        self.set(&format!("{META}{name}"), &Secret::new(bytes))
+    }
+
+    /// Whether there was metadata to delete.
+    pub fn delete_meta(&self, name: &str) -> Result<bool> {
+        self.delete(&format!("{META}{name}"))
+    }
+
+    /// The names that have a metadata entry.
+    fn names(&self) -> Result<Vec<String>> {
+        let users: Vec<String> = match self.backend {
+            #[cfg(target_os = "linux")]
+            Backend::KernelKeyring => kernel_users()?,
+            _ => {
+                let spec = std::collections::HashMap::from([("service", SERVICE)]);
+                KeyringEntry::search_in_store(&self.store, &spec)
+                    .map_err(|e| self.failed("cannot be listed", e))?
+                    .iter()
+                    .filter_map(|e| e.get_specifiers().map(|(_, user)| user))
+                    .collect()
+            }
+        };
+        let mut names: Vec<String> = users.iter().filter_map(|u| u.strip_prefix(META)).map(str::to_owned).collect();
+        names.sort();
+        names.dedup();
+        Ok(names)
     }
 
     fn failed(&self, what: &str, err: KeyringError) -> Error {
@@ -166,6 +195,29 @@ impl Store {
         };
         Error::Store { backend: self.backend.word(), what: why }
     }
+}
+
+/// The users of brig's keys in the kernel's persistent keyring, from their
+/// descriptions (`keyring:<user>@<service>`, as the keyutils store names
+/// them); no key is read.
+#[cfg(target_os = "linux")]
+fn kernel_users() -> Result<Vec<String>> {
+    use linux_keyutils::{KeyRing, KeyRingIdentifier};
+    let failed = |what: &str, e: linux_keyutils::KeyError| Error::Store {
+        backend: Backend::KernelKeyring.word(),
+        what: format!("{what}: {e:?}"),
+    };
+    let ring = KeyRing::get_persistent(KeyRingIdentifier::Session).map_err(|e| failed("cannot be opened", e))?;
+    let links = ring.get_links(4096).map_err(|e| failed("cannot be listed", e))?;
+    let suffix = format!("@{SERVICE}");
+    Ok(links
+        .iter()
+        .filter_map(|node| node.as_key())
+        .filter_map(|key| key.metadata().ok())
+        .filter_map(|meta| {
+            meta.get_description().strip_prefix("keyring:")?.strip_suffix(suffix.as_str()).map(str::to_owned)
+        })
+        .collect())
 }
 
 #[cfg(test)]

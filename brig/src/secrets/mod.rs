@@ -4,10 +4,9 @@
 //! Values live in the freedesktop Secret Service when a session bus offers
 //! one (it persists across reboots), else in the kernel keyring, in the
 //! user's persistent keyring that outlives every brig process (lost at
-//! reboot). Never a plaintext file. Beside the values, the store keeps an
-//! index entry of its own: each secret's name, when it was written and
-//! where it came from — what `brig secret ls` lists without reading any
-//! value.
+//! reboot). Never a plaintext file. Beside each value, the store keeps a
+//! metadata entry of its own: when it was written and where it came from —
+//! what `brig secret ls` lists without reading any value.
 
 mod backend;
 
@@ -152,14 +151,12 @@ pub fn write(store: &Store, name: &str, value: &Secret, replace: bool) -> Result
     put(store, name, value, Entry { updated: now_ms(), from: None, expires_at: None })
 }
 
-/// Write `value` and its index entry, whatever was there.
+/// Write `value` and its metadata, whatever was there.
 pub fn put(store: &Store, name: &str, value: &Secret, entry: Entry) -> Result<()> {
     check_name(name)?;
     check_value(value)?;
-    let mut index = store.index()?;
     store.set(name, value)?;
-    index.insert(name.to_owned(), entry);
-    store.set_index(&index)
+    store.set_meta(name, &entry)
 }
 
 fn check_value(value: &Secret) -> Result<()> {
@@ -201,13 +198,12 @@ pub fn read(store: &Store, name: &str) -> Result<Secret> {
 /// `brig secret delete`.
 pub fn delete(store: &Store, name: &str) -> Result<()> {
     check_name(name)?;
-    let mut index = store.index()?;
-    let listed = index.remove(name).is_some();
+    let listed = store.delete_meta(name)?;
     let stored = store.delete(name)?;
     if !listed && !stored {
         return Err(Error::NotFound { name: name.to_owned() });
     }
-    store.set_index(&index)
+    Ok(())
 }
 
 #[cfg(test)]
