@@ -155,7 +155,7 @@ fn runtime_code(err: &crate::runtime::Error) -> Code {
         | E::NotYetSupported { .. }
         | E::ShimMissing { .. } => Code::NoRuntime,
         E::NoSuchSandbox { .. } => Code::NotFound,
-        E::ContainerRefused { .. } => Code::Unenforceable,
+        E::ContainerRefused { .. } | E::IsolationUnenforceable { .. } => Code::Unenforceable,
         E::Unreachable { .. }
         | E::Unparsable { .. }
         | E::Unreadable { .. }

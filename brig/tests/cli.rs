@@ -300,6 +300,12 @@ fn every_verb_meets_the_same_refusal() {
     );
     let colon = s.path("a:b");
     std::fs::create_dir_all(&colon).unwrap();
+    // A hull that answers nothing but its version: the refusal comes first.
+    let hull = s.path("bin/hull");
+    std::fs::create_dir_all(hull.parent().unwrap()).unwrap();
+    std::fs::write(&hull, "#!/bin/sh\necho 'hull version 0.1.0'\n").unwrap();
+    std::fs::set_permissions(&hull, std::os::unix::fs::PermissionsExt::from_mode(0o755)).unwrap();
+    let hull = hull.to_str().unwrap();
     /// (case, words after the verb, environment, exit code, words the error says)
     type Case<'a> = (&'a str, &'a [&'a str], &'a [(&'a str, &'a str)], i32, &'a str);
     let cases: &[Case<'_>] = &[
@@ -314,6 +320,14 @@ fn every_verb_meets_the_same_refusal() {
         ("secret-before-runtime", &["needs"], &[("BRIG_RUNTIME_BIN", "/no/such/nerdctl")], 6, "api-key"),
         ("runtime-setting", &["claude"], &[("BRIG_RUNTIME_BIN", "/no/such/nerdctl")], 4, "BRIG_RUNTIME_BIN"),
         ("gui-profile", &["claude-desktop"], &[], 1, "macOS"),
+        // Decision 4: hull cannot give a sandbox its own network.
+        (
+            "hull-isolated",
+            &["claude"],
+            &[("BRIG_RUNTIME", "hull"), ("BRIG_RUNTIME_BIN", hull)],
+            7,
+            "network of its own",
+        ),
     ];
     for (name, args, env, code, words) in cases {
         for verb in ["info", "plan", "run", "sh"] {

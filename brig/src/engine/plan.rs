@@ -377,6 +377,11 @@ impl Engine<'_> {
         let runtime = self.open_runtime(&req.profile)?;
         plan.shim = runtime.shim().map(str::to_owned);
         runtime.check_shim()?;
+        // Decision 4: a posture this runtime cannot give is refused, never
+        // quietly exchanged for another.
+        if req_network_isolated(plan) && !runtime.isolates_networks() {
+            return Err(crate::runtime::Error::IsolationUnenforceable { runtime: runtime.kind() }.into());
+        }
         let recorded = match lookup {
             Lookup::TrustRecord => assumed_running(record.as_ref(), runtime.kind(), &home, sandbox),
             Lookup::Always | Lookup::UnlessNew => None,
@@ -566,6 +571,11 @@ impl Engine<'_> {
             },
         }
     }
+}
+
+/// The plan asks for a network of the sandbox's own.
+fn req_network_isolated(plan: &Plan) -> bool {
+    plan.resolved.as_ref().is_some_and(|r| r.network == Network::Isolated)
 }
 
 /// No home or project of this sandbox is nested in, or the wrong kind of

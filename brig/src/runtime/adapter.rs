@@ -228,6 +228,10 @@ pub trait Runtime: std::fmt::Debug + Send + Sync {
     /// also store it with the sandbox (it gives its environment to the
     /// sandbox's OCI hooks, and so to the network plugins).
     fn withhold(&mut self, names: Vec<String>);
+    /// Whether a sandbox can get a network of its own (`isolated`).
+    fn isolates_networks(&self) -> bool {
+        true
+    }
     fn bin(&self) -> &std::path::Path;
     /// The isolation a new sandbox gets on this runtime as configured.
     fn isolation(&self) -> Result<Isolation, Error>;

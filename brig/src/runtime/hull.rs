@@ -408,6 +408,12 @@ impl Runtime for HullCli {
         self.withheld = names;
     }
 
+    /// hull has one shared network per backend: a sandbox cannot get one
+    /// of its own.
+    fn isolates_networks(&self) -> bool {
+        false
+    }
+
     fn bin(&self) -> &Path {
         &self.bin
     }

@@ -230,6 +230,11 @@ pub enum Error {
         "{runtime} runs sandboxes as containers sharing the host kernel ({via}), not as microVMs; set BRIG_ALLOW_CONTAINER_ISOLATION=1 to accept that"
     )]
     ContainerRefused { runtime: Kind, via: String },
+    /// Decision 4: a posture this runtime cannot give.
+    #[error(
+        "{runtime} cannot give a sandbox a network of its own (the isolated posture); run with --network shared or --offline, or use nerdctl or podman"
+    )]
+    IsolationUnenforceable { runtime: Kind },
 }
 
 #[cfg(test)]
