@@ -131,6 +131,13 @@ fn hook_raced(words: &str) -> bool {
     words.contains("error running hook") && (words.contains("error parsing configuration list") || raced(words))
 }
 
+/// nerdctl's `run` losing the container it had just made (`container "<id>"
+/// in namespace "default": not found`), seen under load when many boots
+/// run at once.
+fn vanished(words: &str) -> bool {
+    words.contains("container \"") && words.contains("in namespace") && words.contains("not found")
+}
+
 /// The runtime's words for a `run` whose name is taken.
 fn name_taken(words: &str) -> bool {
     words.contains("is already used by ID") || words.contains("name is already in use")
@@ -494,7 +501,7 @@ impl Runtime for OciCli {
                 // another process was writing it: the half-made container
                 // is this boot's own (its name was free), so it goes, and
                 // the boot is tried again.
-                Err(Error::Operation { words, .. }) if attempt < 3 && hook_raced(&words) => {
+                Err(Error::Operation { words, .. }) if attempt < 3 && (hook_raced(&words) || vanished(&words)) => {
                     attempt += 1;
                     let _ = self.cmd().args(["rm", "-f", &spec.name]).output();
                     std::thread::sleep(Duration::from_millis(200 * attempt));
@@ -753,6 +760,15 @@ mod tests {
         let words = "failed to create shim task: OCI runtime create failed: runc create failed: unable to start container process: error during container init: error running hook #0: error running hook: exit status 1, stdout: , stderr: time=\"x\" level=fatal msg=\"failed to check for default network: error parsing configuration list: unexpected end of JSON input\"";
         assert!(hook_raced(words));
         assert!(!hook_raced(&runtime_words(&testdata("nerdctl-run-image-missing.stderr"))));
+    }
+
+    #[test]
+    fn a_run_that_lost_its_own_container_is_a_race() {
+        assert!(vanished(
+            "container \"0c60f4160dcc8bb34f9d6d63f11ccae994d5355294eb9f8d3d18d5a6ca169cc5\" in namespace \"default\": not found"
+        ));
+        assert!(!vanished(&runtime_words(&testdata("nerdctl-run-image-missing.stderr"))));
+        assert!(!vanished("no sandbox named brig-x"));
     }
 
     /// (the mode of a `containerd-shim-urunc-v2` on PATH, if any, the shim
