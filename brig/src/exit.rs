@@ -134,7 +134,8 @@ fn engine_code(err: &crate::engine::Error) -> Code {
         | E::UnmountablePath { .. }
         | E::UnusableName { .. }
         | E::UnsendableValue { .. }
-        | E::SecretInPlumbing { .. } => Code::Usage,
+        | E::SecretInPlumbing { .. }
+        | E::BadForwardName { .. } => Code::Usage,
         E::GuiNotHere { .. }
         | E::HandsOverHost { .. }
         | E::Unpublished { .. }

@@ -140,7 +140,7 @@ pub(super) fn forwarded(engine: &mut Engine<'_>, profile: &Profile, which: Bindi
     let allow_denied = settings.flag_bool("ALLOW_DENIED")?;
     let allow_refs = settings.flag_bool("ALLOW_REFS")?;
     let mut out = Vec::new();
-    for binding in &bindings(engine, profile, which == Bindings::All) {
+    for binding in &bindings(engine, profile, which == Bindings::All)? {
         if which == Bindings::Literals && binding.value.is_none() {
             continue;
         }
@@ -200,25 +200,32 @@ pub(super) fn forwarded(engine: &mut Engine<'_>, profile: &Profile, which: Bindi
 }
 
 /// `BRIG_FORWARD_ENV` (or `BRIG_<AGENT>_FORWARD_ENV`): the names it lists,
-/// read live on every run; `None` when unset or blank.
-pub(super) fn forward_list(engine: &Engine<'_>, profile: &Profile) -> Option<Vec<String>> {
+/// read live on every run; `None` when unset or blank. A name that is not a
+/// variable name (`[A-Za-z_][A-Za-z0-9_]*`) refuses the run, naming it.
+pub(super) fn forward_list(engine: &Engine<'_>, profile: &Profile) -> Result<Option<Vec<String>>, Error> {
     let settings = Settings::new(engine.env, &profile.name);
-    let (_, text) = settings.variable("FORWARD_ENV")?;
+    let Some((variable, text)) = settings.variable("FORWARD_ENV") else { return Ok(None) };
     let mut names: Vec<String> = Vec::new();
     for name in text.split_whitespace() {
+        let mut chars = name.chars();
+        let valid = chars.next().is_some_and(|c| c.is_ascii_alphabetic() || c == '_')
+            && chars.all(|c| c.is_ascii_alphanumeric() || c == '_');
+        if !valid {
+            return Err(super::Error::BadForwardName { variable, name: name.to_owned() }.into());
+        }
         if !names.iter().any(|n| n == name) {
             names.push(name.to_owned());
         }
     }
-    (!names.is_empty()).then_some(names)
+    Ok((!names.is_empty()).then_some(names))
 }
 
 /// The profile's bindings as this run sees them. A forward list replaces
 /// the profile's singular `ref: env.X` bindings with one per listed name;
 /// chains, secrets and literals stay, and a listed name the profile binds
 /// from another source keeps that source (with a warning).
-fn bindings(engine: &mut Engine<'_>, profile: &Profile, warn: bool) -> Vec<crate::profile::EnvBinding> {
-    let Some(listed) = forward_list(engine, profile) else { return profile.env.clone() };
+fn bindings(engine: &mut Engine<'_>, profile: &Profile, warn: bool) -> Result<Vec<crate::profile::EnvBinding>, Error> {
+    let Some(listed) = forward_list(engine, profile)? else { return Ok(profile.env.clone()) };
     let singular_env = |b: &crate::profile::EnvBinding| matches!(b.source(), Ok(EnvSource::Ref(Ref::Env(_))));
     let mut out: Vec<_> = profile.env.iter().filter(|b| !singular_env(b)).cloned().collect();
     for name in listed {
@@ -238,7 +245,7 @@ fn bindings(engine: &mut Engine<'_>, profile: &Profile, warn: bool) -> Vec<crate
             refs: None,
         });
     }
-    out
+    Ok(out)
 }
 
 /// One element of a chain: an `env.` reference from brig's own

@@ -146,9 +146,11 @@ fn quoted(value: &str) -> String {
     format!("\"{}\"", clean(value).replace('\\', "\\\\").replace('"', "\\\""))
 }
 
-/// A host name as a URL's authority may carry it.
+/// A host name as a URL's authority may carry it, starting with a letter or
+/// digit (never read as an option or an empty label).
 fn is_host(h: &str) -> bool {
-    !h.is_empty() && h.chars().all(|c| c.is_ascii_alphanumeric() || matches!(c, '.' | '-' | ':'))
+    h.starts_with(|c: char| c.is_ascii_alphanumeric())
+        && h.chars().all(|c| c.is_ascii_alphanumeric() || matches!(c, '.' | '-' | ':'))
 }
 
 #[cfg(test)]
@@ -175,6 +177,6 @@ mod tests {
     #[test]
     fn hosts_are_checked() {
         assert!(is_host("github.com") && is_host("git.example.org:8443"));
-        assert!(!is_host("a b") && !is_host("x\"]\n[core") && !is_host(""));
+        assert!(!is_host("a b") && !is_host("x\"]\n[core") && !is_host("") && !is_host("-x"));
     }
 }

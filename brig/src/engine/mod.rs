@@ -65,6 +65,8 @@ pub enum Error {
         "{name} is bound to a stored secret, and HOME, PATH, TMPDIR and XDG_* may carry only a literal or a host variable"
     )]
     SecretInPlumbing { name: String },
+    #[error("{variable} lists {name:?}, which is not a variable name (a letter or '_', then letters, digits or '_')")]
+    BadForwardName { variable: String, name: String },
     #[error("the credential file {path} could not be written in the guest: {why}")]
     FileNotDelivered { path: String, why: String },
     /// Decision 15: mounting it would hand the guest the host.
@@ -169,7 +171,8 @@ impl<'a> Engine<'a> {
             .or_else(|| profile.hypervisor.map(|h| h.as_str().to_owned()));
         let mut runtime = runtime::open(&resolved, self.env, hypervisor)?;
         let mut withheld = profile.ambient_sources();
-        withheld.extend(boot::forward_list(self, profile).unwrap_or_default());
+        // A list with a bad name was refused by the plan before this.
+        withheld.extend(boot::forward_list(self, profile).ok().flatten().unwrap_or_default());
         runtime.withhold(withheld);
         Ok(runtime)
     }
