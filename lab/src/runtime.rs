@@ -194,9 +194,20 @@ pub fn containers(bin: &Path) -> Result<Vec<String>> {
 }
 
 /// Every network name the runtime lists.
+/// nerdctl's listing reads every network's config file, and fails when
+/// another trial removes one in the middle: asked again then.
 pub fn networks(bin: &Path) -> Result<Vec<String>> {
-    let out = call(bin, &["network", "ls", "--format", "{{.Name}}"])?;
-    Ok(names(&out.stdout))
+    let mut tries = 0;
+    loop {
+        match call(bin, &["network", "ls", "--format", "{{.Name}}"]) {
+            Ok(out) => return Ok(names(&out.stdout)),
+            Err(err) if tries < 5 && err.to_string().contains("no such file or directory") => {
+                tries += 1;
+                std::thread::sleep(std::time::Duration::from_millis(200));
+            }
+            Err(err) => return Err(err),
+        }
+    }
 }
 
 fn names(stdout: &str) -> Vec<String> {

@@ -40,14 +40,20 @@ fn main() -> ExitCode {
                 continue;
             }
             let dir = entry.path();
-            let comm = || {
-                std::fs::read_to_string(dir.join("comm")).map(|c| c.trim().to_owned()).unwrap_or_else(|_| "?".into())
-            };
-            if std::fs::read(dir.join("cmdline")).is_ok_and(|c| holds(&c, needle)) {
-                argv.insert(comm());
+            let comm = || std::fs::read_to_string(dir.join("comm")).map(|c| c.trim().to_owned()).ok();
+            // A process is named by its comm before and after the reads: a
+            // child spawned with vfork shares its parent's memory until its
+            // exec, so what is read in between is the parent's, and is not
+            // told to the program it becomes.
+            let before = comm();
+            let in_argv = std::fs::read(dir.join("cmdline")).is_ok_and(|c| holds(&c, needle));
+            let in_environ = std::fs::read(dir.join("environ")).is_ok_and(|e| holds(&e, needle));
+            let (Some(name), true) = (before.clone(), before == comm()) else { continue };
+            if in_argv {
+                argv.insert(name.clone());
             }
-            if std::fs::read(dir.join("environ")).is_ok_and(|e| holds(&e, needle)) {
-                environ.insert(comm());
+            if in_environ {
+                environ.insert(name);
             }
         }
         sweeps += 1;
