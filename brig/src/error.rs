@@ -34,6 +34,9 @@ pub enum Error {
     SecretsMissing { profile: String, names: Vec<String> },
     #[error(transparent)]
     Secrets(#[from] crate::secrets::Error),
+    /// A verification setting that cannot be used.
+    #[error(transparent)]
+    Verify(#[from] crate::verify::Error),
     /// A destructive step needs a yes, and there is no terminal to ask.
     #[error("{what} needs confirmation and there is no terminal to ask; pass {flag} to go ahead")]
     NeedsConfirmation { what: String, flag: &'static str },

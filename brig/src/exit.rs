@@ -67,6 +67,7 @@ pub fn exit_code(err: &Error) -> Code {
         Error::Io { .. } | Error::NeedsConfirmation { .. } | Error::Stdout(_) | Error::NoHome { .. } => Code::Failure,
         Error::SecretsMissing { .. } => Code::Credentials,
         Error::Secrets(e) => secrets_code(e),
+        Error::Verify(_) => Code::Usage,
     }
 }
 
@@ -142,6 +143,7 @@ fn engine_code(err: &crate::engine::Error) -> Code {
         | E::OnOtherRuntime { .. }
         | E::Incomplete => Code::Failure,
         E::FileNotDelivered { .. } => Code::Credentials,
+        E::VerifyRefused { .. } => Code::VerifyRefused,
     }
 }
 

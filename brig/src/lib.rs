@@ -21,6 +21,7 @@ pub mod runtime;
 pub mod secrets;
 pub mod session;
 pub mod settings;
+pub mod verify;
 pub mod warn;
 
 pub use error::Error;

@@ -24,17 +24,32 @@ pub fn escaped(text: &str) -> String {
 pub struct Warnings {
     lines: Vec<String>,
     collect: bool,
+    /// Under `-q` a note (a success summary) is not printed; warnings are.
+    quiet: bool,
 }
 
 impl Warnings {
     /// Warnings printed to stderr as they arise.
     pub fn stderr() -> Self {
-        Warnings { lines: Vec::new(), collect: false }
+        Warnings { lines: Vec::new(), collect: false, quiet: false }
+    }
+
+    /// Warnings on stderr, with notes left out (`-q`).
+    pub fn stderr_quiet(quiet: bool) -> Self {
+        Warnings { lines: Vec::new(), collect: false, quiet }
     }
 
     /// Warnings kept for the caller (brigd's response).
     pub fn collected() -> Self {
-        Warnings { lines: Vec::new(), collect: true }
+        Warnings { lines: Vec::new(), collect: true, quiet: false }
+    }
+
+    /// A line that reports success rather than warns: printed on stderr
+    /// unless quiet, and never among a brigd response's warnings.
+    pub fn note(&self, line: impl AsRef<str>) {
+        if !self.collect && !self.quiet {
+            now(line);
+        }
     }
 
     /// Add a line; the same line twice in one command is said once.

@@ -108,7 +108,8 @@ fn info_reports_sandbox_and_default_home() {
     assert_eq!(json["data"]["workspace"], home.display().to_string());
     assert_eq!(json["data"]["workspaceSource"], "default");
     assert_eq!(json["data"]["network"], "isolated");
-    assert_eq!(json["data"]["verify"], "warn");
+    assert_eq!(json["data"]["verify"]["mode"], "warn");
+    assert_eq!(json["data"]["verify"]["policy"], "brig");
     assert!(json["data"]["runtime"].is_null(), "no runtime on the scratch PATH: {json}");
     // info boots nothing and creates nothing.
     assert!(!home.exists());

@@ -10,6 +10,7 @@ pub mod brigd;
 pub mod discover;
 pub mod placeholder;
 pub mod process;
+pub mod registry;
 pub mod runner;
 pub mod runtime;
 pub mod scenario;

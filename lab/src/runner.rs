@@ -23,6 +23,12 @@ pub fn default_scenarios_dir() -> PathBuf {
     crate_dir().join("..").join("scenarios")
 }
 
+/// `lab/fixtures/`: the scripts that set up what a family checks against,
+/// `{fixtures}` in a scenario.
+pub fn fixtures_dir() -> PathBuf {
+    crate_dir().join("fixtures")
+}
+
 pub fn default_profiles_dir() -> PathBuf {
     crate_dir().join("profiles")
 }

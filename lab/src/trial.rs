@@ -119,6 +119,9 @@ impl Lab {
         // after the check has looked.
         trial.end_daemon();
         let cleanup = trial.clean_up();
+        // After the sandboxes went: the image names it removes are no
+        // longer in use.
+        drop(trial.registry.borrow_mut().take());
         let verdict = match (outcome, cleanup) {
             (Ok(()), Ok(())) => Ok(()),
             (Err(err), Ok(())) => Err(err),
@@ -156,6 +159,8 @@ struct Trial<'a> {
     /// The pid of the last daemon started, for `{brigd-pid}`.
     daemon_pid: Cell<Option<u32>>,
     daemon_starts: Cell<u32>,
+    /// The trial's own OCI registry, when the scenario needs one.
+    registry: RefCell<Option<crate::registry::Registry>>,
 }
 
 /// The placeholder for the pid of the trial's last started brigd.
@@ -198,6 +203,15 @@ impl<'a> Trial<'a> {
         vars.set("brig", path_str(&lab.brig)?);
         vars.set("brigd", path_str(&lab.brigd)?);
         vars.set("sampler", path_str(&lab.sampler)?);
+        vars.set("fixtures", path_str(&crate::runner::fixtures_dir())?);
+        let runtime_bin = lab.host.runtimes.get(&spec.runtime).and_then(|s| s.bin().map(Path::to_path_buf));
+        let registry = if spec.scenario.needs.contains(&Need::Registry) {
+            let registry = crate::registry::Registry::start(&scratch, spec.runtime, runtime_bin.clone())?;
+            vars.set("registry", registry.address.clone());
+            Some(registry)
+        } else {
+            None
+        };
 
         for name in spec.scenario.profile_names() {
             let source = find_profile(&lab.profiles_dir, name)?;
@@ -235,11 +249,12 @@ impl<'a> Trial<'a> {
             scratch,
             vars,
             env,
-            runtime_bin: lab.host.runtimes.get(&spec.runtime).and_then(|s| s.bin().map(Path::to_path_buf)),
+            runtime_bin,
             socket_dir,
             daemon: RefCell::new(None),
             daemon_pid: Cell::new(None),
             daemon_starts: Cell::new(0),
+            registry: RefCell::new(registry),
         })
     }
 

@@ -35,6 +35,8 @@ const PACKAGES: &[&str] = &[
     "util-linux",
     "socat",
     "jq",
+    "curl",
+    "openssl",
     "git",
     "keyutils",
 ];

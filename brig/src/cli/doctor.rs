@@ -133,7 +133,7 @@ pub fn run(args: DoctorArgs, ctx: &Context) -> Result<Code, Error> {
     let runtime_broken = runtime_check.mark == Mark::Problem;
     checks.push(runtime_check);
     checks.push(shim_check);
-    checks.push(Check::new("trust", Mark::Absent, "image verification is not available in this build"));
+    checks.push(trust(env));
     checks.push(profile_dir(env, &registry));
     checks.push(secret_store());
     checks.push(brigd(env));
@@ -409,6 +409,41 @@ fn shim(env: &Environment, adapter: &dyn Runtime) -> Check {
 
 /// Which store secrets live in, whether it survives a reboot, and how many
 /// it holds (from its index: no value is read).
+/// How images will be verified: the mode, whose policy, and what it trusts.
+/// A bad setting is a problem here but not an exit status: runs refuse it
+/// with exit 2 themselves.
+fn trust(env: &Environment) -> Check {
+    let mode = match crate::settings::global::<crate::settings::Verify>(env, "BRIG_VERIFY") {
+        Ok(mode) => mode.unwrap_or(crate::settings::Verify::Warn),
+        Err(err) => return Check::problem("trust", err.to_string(), "set BRIG_VERIFY to warn, require or off"),
+    };
+    let policy = match crate::verify::Policy::from_env(env) {
+        Ok(policy) => policy,
+        Err(err) => return Check::problem("trust", err.to_string(), "every boot is refused until it is fixed"),
+    };
+    if mode == crate::settings::Verify::Off {
+        return Check::new("trust", Mark::Absent, "image verification is off (BRIG_VERIFY=off): images boot unchecked");
+    }
+    let signer = match &policy.key {
+        Some((path, _)) => format!("the key {} or ", path.display()),
+        None => String::new(),
+    };
+    let root = if env.get_raw("BRIG_VERIFY_TRUST_ROOT").is_some() { "the given trust root" } else { "sigstore's public-good root" };
+    Check::new(
+        "trust",
+        Mark::Ok,
+        format!(
+            "{mode}, policy {}: images under {} must be signed by {signer}{} ({}), checked natively against {root} ({} authorities, {} logs)",
+            policy.name(),
+            policy.registry,
+            policy.identity,
+            policy.issuer,
+            policy.trust_root.authorities.len(),
+            policy.trust_root.logs.len(),
+        ),
+    )
+}
+
 fn secret_store() -> Check {
     let opened =
         crate::secrets::Store::open().and_then(|store| store.index().map(|index| (store.backend(), index.len())));

@@ -108,7 +108,7 @@ fn render(data: &PlanData, source: Option<&HomeSource>, ctx: &Context) -> String
         ("workspace", workspace),
         ("project", project),
         ("image", dash(data.image.clone())),
-        ("verify", dash(data.verify.map(|v| v.to_string()))),
+        ("verify", dash(data.verify.as_ref().map(|v| v.to_string()))),
         ("network", dash(data.network.map(|n| n.to_string()))),
         ("credentials", credentials),
     ];

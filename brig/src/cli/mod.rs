@@ -16,7 +16,7 @@ mod stop;
 mod version;
 
 use std::ffi::OsString;
-use std::io::{BufRead, Write};
+use std::io::Write;
 
 use clap::{CommandFactory, Parser, Subcommand};
 
@@ -123,14 +123,7 @@ pub fn main(args: impl IntoIterator<Item = OsString>) -> Outcome {
 
 /// Ask on the terminal; anything but y/yes is no.
 pub(super) fn confirm(question: &str) -> bool {
-    let mut err = std::io::stderr().lock();
-    let _ = write!(err, "{question} [y/N] ");
-    let _ = err.flush();
-    let mut answer = String::new();
-    if std::io::stdin().lock().read_line(&mut answer).is_err() {
-        return false;
-    }
-    matches!(answer.trim().to_ascii_lowercase().as_str(), "y" | "yes")
+    crate::engine::Prompts::Terminal.confirm(question)
 }
 
 /// `brig: error: <message>: <source>: <source>…` on stderr.

@@ -37,6 +37,19 @@ pub struct PlanArgs {
 
 /// A plan as the report verbs print it. Names only: no credential value,
 /// no environment value.
+/// The verification mode, and whose policy (`brig`, `replaced`, `off`).
+#[derive(Debug, Serialize)]
+pub struct VerifyData {
+    pub mode: Verify,
+    pub policy: &'static str,
+}
+
+impl std::fmt::Display for VerifyData {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "{} (policy {})", self.mode, self.policy)
+    }
+}
+
 #[derive(Debug, Serialize)]
 #[serde(rename_all = "camelCase")]
 pub struct PlanData {
@@ -54,9 +67,10 @@ pub struct PlanData {
     pub workspace_source: Option<&'static str>,
     pub project: Option<PathBuf>,
     pub image: Option<String>,
-    /// Known once the image verified; verification is not part of this build.
+    /// The digest a running sandbox was booted from, as recorded; a new
+    /// boot learns it only from verification.
     pub digest: Option<String>,
-    pub verify: Option<Verify>,
+    pub verify: Option<VerifyData>,
     pub network: Option<Network>,
     pub mounts: Vec<PlannedMount>,
     /// What a container on the host's kernel is held to; `null` for a microVM.
@@ -101,8 +115,17 @@ impl PlanData {
             workspace_source: plan.home.as_ref().map(|h| home_source_word(&h.source)),
             project: plan.project.clone(),
             image: plan.resolved.as_ref().map(|r| r.image.clone()),
-            digest: None,
-            verify: plan.resolved.as_ref().map(|r| r.verify),
+            digest: plan
+                .record
+                .as_ref()
+                .and_then(|r| r.image.as_deref())
+                .and_then(|image| image.split_once('@'))
+                .filter(|_| plan.action == Some(crate::engine::Action::Reuse))
+                .map(|(_, digest)| digest.to_owned()),
+            verify: plan.resolved.as_ref().map(|r| VerifyData {
+                mode: r.verify,
+                policy: if r.verify == Verify::Off { "off" } else { r.policy.name() },
+            }),
             network: plan.resolved.as_ref().map(|r| r.network),
             mounts: plan.mounts.clone(),
             hardening: match (plan.isolation, &plan.runtime) {
@@ -170,7 +193,7 @@ fn render(data: &PlanData) -> String {
             })),
         ),
         ("image", or_dash(data.image.clone())),
-        ("digest", data.digest.clone().unwrap_or_else(|| "not known before verification".to_owned())),
+        ("digest", data.digest.clone().unwrap_or_else(|| "learnt when the image verifies, at boot".to_owned())),
         ("network", or_dash(data.network.map(|n| n.to_string()))),
     ];
     for mount in &data.mounts {

@@ -269,7 +269,7 @@ impl Launch<'_> {
             crate::warn::now(line);
         }
         let prompts = if std::io::stdin().is_terminal() { Prompts::Terminal } else { Prompts::Nobody };
-        let mut engine = Engine::new(&ctx.env, &registry, prompts, Warnings::stderr())?;
+        let mut engine = Engine::new(&ctx.env, &registry, prompts, Warnings::stderr_quiet(ctx.quiet))?;
         let (session, profile) = engine.session(&self.line.reference, self.options.name.as_deref())?;
         let request = Request {
             session: session.clone(),

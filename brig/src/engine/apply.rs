@@ -80,6 +80,7 @@ impl Engine<'_> {
             other => other?,
         };
         let Acted { home, step, booted, existing } = acted;
+        let booted_image = booted.then(|| self.booted_image.take()).flatten();
 
         if plan.resolved.skills {
             let prepared = prepare::create_home(&self.state_dir, &sandbox, &home)?;
@@ -106,8 +107,10 @@ impl Engine<'_> {
             entry.recreating = false;
             entry.runtime = Some(plan.runtime.kind().to_string());
             entry.isolation = Some(plan.isolation.to_string());
-            if booted {
-                entry.image = Some(plan.resolved.image.clone());
+            if let Some(image) = &booted_image {
+                // The digest that verified, when one did: what booted, not a
+                // tag that may name something else tomorrow.
+                entry.image = Some(image.clone());
                 entry.emptied_home = false;
             }
             index.insert(sandbox.clone(), entry);
@@ -168,7 +171,8 @@ impl Engine<'_> {
                 booted = true;
             }
             Action::Boot => {
-                self.boot(plan, &home, record, true)?;
+                let chosen = self.verify_image(plan)?;
+                self.boot(plan, &home, record, true, &chosen)?;
                 booted = true;
             }
         }
@@ -203,18 +207,28 @@ impl Engine<'_> {
     /// session and is never taken for one left behind.
     fn recreate(&mut self, plan: &Ready, home: &GuestHome, record: Option<&Record>) -> Result<(), Error> {
         let sandbox = plan.session.sandbox();
+        // Verified before anything is removed: a refused image leaves the
+        // sandbox as it was.
+        let chosen = self.verify_image(plan)?;
         Index::update(&self.state_dir, |index| {
             let mut entry = index.get(sandbox).cloned().unwrap_or_else(|| Record::new(&plan.session, home));
             entry.recreating = true;
             index.insert(sandbox.to_owned(), entry);
         })?;
         plan.runtime.remove(sandbox)?;
-        self.boot(plan, home, record, false)
+        self.boot(plan, home, record, false, &chosen)
     }
 
     /// Boot a sandbox that does not exist. `first` is a boot with no
     /// sandbox before it, where a home on disk may have been left behind.
-    fn boot(&mut self, plan: &Ready, home: &GuestHome, record: Option<&Record>, first: bool) -> Result<(), Error> {
+    fn boot(
+        &mut self,
+        plan: &Ready,
+        home: &GuestHome,
+        record: Option<&Record>,
+        first: bool,
+        chosen: &super::verify::Chosen,
+    ) -> Result<(), Error> {
         let sandbox = plan.session.sandbox();
         let runtime = plan.runtime.as_ref();
         let mut empty_notice = record.is_some_and(|r| r.emptied_home);
@@ -245,13 +259,16 @@ impl Engine<'_> {
             .and_then(|()| self.write_git(plan, &prepared))
             .and_then(|()| prepare::seed_onboarding(&plan.profile, &prepared, trust.then_some(workdir.as_str())))
             .map(|lines| lines.into_iter().for_each(|line| self.warnings.push(line)))
-            .and_then(|()| boot::spec(self, plan, home))
+            .and_then(|()| boot::spec(self, plan, home, chosen))
             .and_then(|spec| {
                 tracing::info!("booting {sandbox} from {}", spec.image);
                 let attach = boot::network(runtime, sandbox, plan.resolved.network)?;
                 runtime.boot(&boot::with_network(spec, attach)).map_err(Error::from)
             })
             .and_then(|()| self.wait_ready(runtime, sandbox, plan.resolved.ready_timeout));
+        if outcome.is_ok() {
+            self.booted_image = Some(chosen.image.clone());
+        }
         if let Err(err) = outcome {
             if matches!(err, Error::Runtime(crate::runtime::Error::NameInUse { .. })) {
                 // The sandbox of that name is not this boot's: only the home

@@ -61,7 +61,12 @@ pub fn with_network(mut spec: BootSpec, attach: NetworkAttach) -> BootSpec {
 /// The runtime's boot spec for a plan, with `home` (the plan's, or the
 /// legacy home an existing sandbox was found with) as the guest home. The
 /// host side of every hostmount was made by `prepare` before this.
-pub(super) fn spec(engine: &mut Engine<'_>, plan: &Ready, home: &GuestHome) -> Result<BootSpec, Error> {
+pub(super) fn spec(
+    engine: &mut Engine<'_>,
+    plan: &Ready,
+    home: &GuestHome,
+    chosen: &super::verify::Chosen,
+) -> Result<BootSpec, Error> {
     let profile = &plan.profile;
     let planned = mounts(profile, &home.path, plan.project.as_deref(), &plan.git);
     let binds = planned
@@ -93,10 +98,10 @@ pub(super) fn spec(engine: &mut Engine<'_>, plan: &Ready, home: &GuestHome) -> R
     ];
     Ok(BootSpec {
         name: plan.session.sandbox().to_owned(),
-        image: plan.resolved.image.clone(),
+        image: chosen.image.clone(),
         mem_mb: plan.resolved.mem,
         cpus: plan.resolved.cpus,
-        pull: plan.resolved.pull.map(|p| p.as_str()),
+        pull: chosen.pull.map(|p| p.as_str()),
         network: NetworkAttach::None,
         binds,
         tmpfs,

@@ -21,6 +21,7 @@ mod prepare;
 mod remove;
 mod secret_files;
 mod skills;
+mod verify;
 
 use std::path::PathBuf;
 
@@ -76,6 +77,9 @@ pub enum Error {
         "the sandbox of {reference} was booted on {other}, which this run does not use; run with BRIG_RUNTIME={other}, or remove it there first with `BRIG_RUNTIME={other} brig rm {reference}`"
     )]
     OnOtherRuntime { reference: String, other: String },
+    /// The verify step would not boot the image (exit 5).
+    #[error("{image} was not booted: {why}; {remedy}")]
+    VerifyRefused { image: String, why: String, remedy: String },
     /// A plan used before it was complete: a bug, never a user's mistake.
     #[error("internal error: a plan was applied before it was complete")]
     Incomplete,
@@ -88,6 +92,25 @@ pub enum Prompts {
     Terminal,
     /// No one: brigd, or the CLI without a terminal. A question refuses.
     Nobody,
+}
+
+impl Prompts {
+    /// Ask a yes/no question; only y or yes (any case) is yes, and with
+    /// nobody to ask the answer is no.
+    pub fn confirm(self, question: &str) -> bool {
+        use std::io::{BufRead as _, Write as _};
+        if self == Prompts::Nobody {
+            return false;
+        }
+        let mut err = std::io::stderr().lock();
+        let _ = write!(err, "{} [y/N] ", crate::warn::escaped(question));
+        let _ = err.flush();
+        let mut answer = String::new();
+        if std::io::stdin().lock().read_line(&mut answer).is_err() {
+            return false;
+        }
+        matches!(answer.trim().to_ascii_lowercase().as_str(), "y" | "yes")
+    }
 }
 
 /// The variables for one command in the guest (`Engine::exec_env`).
@@ -110,6 +133,8 @@ pub struct Engine<'a> {
     pub(crate) state_dir: PathBuf,
     /// The secret store, opened the first time a secret is needed.
     secret_store: Option<crate::secrets::Store>,
+    /// The image reference the last boot of this engine handed the runtime.
+    booted_image: Option<String>,
 }
 
 impl<'a> Engine<'a> {
@@ -121,7 +146,7 @@ impl<'a> Engine<'a> {
     ) -> Result<Self, crate::Error> {
         let cwd = std::env::current_dir().map_err(|e| crate::Error::io("read the current directory", ".", e))?;
         let state_dir = home::state_dir(env, &cwd)?;
-        Ok(Engine { env, registry, prompts, warnings, cwd, state_dir, secret_store: None })
+        Ok(Engine { env, registry, prompts, warnings, cwd, state_dir, secret_store: None, booted_image: None })
     }
 
     /// Write the profile's credential files into the running sandbox, as

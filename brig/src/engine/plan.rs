@@ -74,6 +74,10 @@ pub struct Resolved {
     #[serde(skip_serializing_if = "Option::is_none")]
     pub pull: Option<Pull>,
     pub verify: Verify,
+    /// Who must have signed the image (`BRIG_VERIFY_*`), read at planning
+    /// so that a bad key or trust root refuses before anything exists.
+    #[serde(skip)]
+    pub policy: crate::verify::Policy,
     pub skills: bool,
     /// Seconds to wait for a new sandbox to answer (`BRIG_READY_TIMEOUT`).
     pub ready_timeout: u32,
@@ -476,7 +480,8 @@ impl Engine<'_> {
             settings.flag_bool(flag)?;
         }
         crate::settings::global::<Bool>(self.env, "BRIG_ALLOW_CONTAINER_ISOLATION")?;
-        Ok(Resolved { image, mem, cpus, network, pull, verify, skills, ready_timeout })
+        let policy = crate::verify::Policy::from_env(self.env)?;
+        Ok(Resolved { image, mem, cpus, network, pull, verify, policy, skills, ready_timeout })
     }
 
     /// Every declared secret, checked before a sandbox exists from the

@@ -232,6 +232,12 @@ pub trait Runtime: std::fmt::Debug + Send + Sync {
     fn isolates_networks(&self) -> bool {
         true
     }
+    /// The manifest digests the runtime's local copy of `image` is known
+    /// by, or `None` when it holds no copy (or cannot say: the verified
+    /// digest then boots, which is the safe answer).
+    fn local_digests(&self, _image: &str) -> Option<Vec<String>> {
+        None
+    }
     fn bin(&self) -> &std::path::Path;
     /// The isolation a new sandbox gets on this runtime as configured.
     fn isolation(&self) -> Result<Isolation, Error>;

@@ -286,6 +286,18 @@ struct InspectedMount {
     destination: PathBuf,
 }
 
+/// The digests in `image inspect`'s `RepoDigests` (`repo@sha256:…`, one
+/// line per image inspected); `None` when there are none.
+pub fn parse_repo_digests(stdout: &str) -> Option<Vec<String>> {
+    let digests: Vec<String> = stdout
+        .lines()
+        .filter_map(|line| serde_json::from_str::<Option<Vec<String>>>(line.trim()).ok().flatten())
+        .flatten()
+        .filter_map(|d| d.rsplit_once('@').map(|(_, digest)| digest.to_owned()))
+        .collect();
+    (!digests.is_empty()).then_some(digests)
+}
+
 /// Parse `inspect <name>` (a JSON array of one object) into its mounts.
 pub fn parse_mounts(stdout: &str) -> Result<Vec<Mount>, serde_json::Error> {
     let entries: Vec<Inspected> = serde_json::from_str(stdout.trim())?;
@@ -386,6 +398,12 @@ impl Runtime for OciCli {
         }
     }
 
+    fn local_digests(&self, image: &str) -> Option<Vec<String>> {
+        let cmd = self.cmd().args(["image", "inspect", "--format", "{{json .RepoDigests}}", "--", image]);
+        let out = cmd.timeout(QUERY_TIMEOUT).output().ok()?;
+        parse_repo_digests(&out.stdout)
+    }
+
     fn lookup(&self, name: &str) -> Result<Option<Found>, Error> {
         let cmd = self.cmd().args(["inspect", "--type", "container", name]).timeout(QUERY_TIMEOUT);
         let mut attempt = 0;
@@ -443,6 +461,11 @@ impl Runtime for OciCli {
         cmd = cmd.args(["--memory", &format!("{}m", spec.mem_mb)]).args(["--cpus", &spec.cpus.to_string()]);
         if let Some(pull) = spec.pull {
             cmd = cmd.arg(format!("--pull={pull}"));
+        }
+        // nerdctl and docker speak plain HTTP to a loopback registry by
+        // themselves; podman must be told, or it insists on TLS.
+        if self.kind == Kind::Podman && crate::verify::on_loopback(&spec.image) {
+            cmd = cmd.arg("--tls-verify=false");
         }
         cmd = match &spec.network {
             NetworkAttach::None => cmd.args(["--network", "none"]),
@@ -657,6 +680,15 @@ mod tests {
     #[case("", State::Unknown)]
     fn listed_states(#[case] word: &str, #[case] want: State) {
         assert_eq!(state_of(word), want);
+    }
+
+    #[test]
+    fn repo_digests_in_both_dialects() {
+        let podman = r#"["a/b@sha256:11","c/d@sha256:22"]"#;
+        assert_eq!(parse_repo_digests(podman), Some(vec!["sha256:11".to_owned(), "sha256:22".to_owned()]));
+        assert_eq!(parse_repo_digests("null\n"), None);
+        assert_eq!(parse_repo_digests("[]"), None);
+        assert_eq!(parse_repo_digests(""), None);
     }
 
     #[test]
