@@ -74,8 +74,14 @@ pub fn load(path: &Path) -> Result<Scenario> {
 /// values, so an unknown placeholder is reported before anything runs.
 pub fn check_placeholders(scenario: &Scenario) -> Result<()> {
     let mut base = Vars::new();
-    for name in ["t", "scratch", "state", "home", "profiles", "runtime", "socket", "brig", "brigd", "sampler"] {
+    for name in
+        ["t", "scratch", "state", "home", "profiles", "runtime", "socket", "brig", "brigd", "sampler", "fixtures"]
+    {
         base.set(name, format!("x{name}"));
+    }
+    // Only a scenario that needs a registry has one.
+    if scenario.needs.contains(&crate::scenario::Need::Registry) {
+        base.set("registry", "xregistry");
     }
     // Known only once a daemon has started; a step that uses it before then
     // fails with the unknown placeholder named.
