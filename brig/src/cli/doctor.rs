@@ -428,7 +428,11 @@ fn trust(env: &Environment) -> Check {
         Some((path, _)) => format!("the key {} or ", path.display()),
         None => String::new(),
     };
-    let root = if env.get_raw("BRIG_VERIFY_TRUST_ROOT").is_some() { "the given trust root" } else { "sigstore's public-good root" };
+    let root = if env.get_raw("BRIG_VERIFY_TRUST_ROOT").is_some() {
+        "the given trust root"
+    } else {
+        "sigstore's public-good root"
+    };
     Check::new(
         "trust",
         Mark::Ok,

@@ -122,10 +122,6 @@ impl Engine<'_> {
                 format!("{remedy}; BRIG_VERIFY=off boots it unchecked"),
             ));
         }
-        if self.prompts.confirm(question) {
-            Ok(())
-        } else {
-            Err(refused(image, "the answer was no", remedy))
-        }
+        if self.prompts.confirm(question) { Ok(()) } else { Err(refused(image, "the answer was no", remedy)) }
     }
 }

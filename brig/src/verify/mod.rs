@@ -200,7 +200,7 @@ pub fn pinned(image: &str, digest: &str) -> String {
 fn registry_host(image: &str) -> Option<String> {
     let bare = strip_scheme(image);
     let (first, _) = bare.split_once('/')?;
-    (first.contains('.') || first.contains(':') || first == "localhost").then(|| first.to_owned())
+    (first.contains('.') || first.contains(':') || first.eq_ignore_ascii_case("localhost")).then(|| first.to_owned())
 }
 
 /// Whether the image's registry is on a loopback address, which brig and

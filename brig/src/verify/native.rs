@@ -129,9 +129,10 @@ fn by_logged_certificate(policy: &Policy, layers: &[SignatureLayer]) -> Option<S
 }
 
 fn signed_by(layer: &SignatureLayer, key: &CosignVerificationKey) -> bool {
-    layer.signature.as_ref().is_some_and(|sig| {
-        key.verify_signature(Signature::Base64Encoded(sig.as_bytes()), &layer.raw_data).is_ok()
-    })
+    layer
+        .signature
+        .as_ref()
+        .is_some_and(|sig| key.verify_signature(Signature::Base64Encoded(sig.as_bytes()), &layer.raw_data).is_ok())
 }
 
 fn subject(subject: &sigstore::cosign::signature_layers::CertificateSubject) -> String {

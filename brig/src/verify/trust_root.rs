@@ -74,9 +74,8 @@ impl TrustRoot {
     /// could verify no keyless signature and is refused.
     pub fn parse(bytes: &[u8]) -> Result<Self, String> {
         let doc: Document = serde_json::from_slice(bytes).map_err(|e| format!("not a trusted_root.json: {e}"))?;
-        let decode = |field: &str, text: &str| {
-            STANDARD.decode(text.trim()).map_err(|e| format!("{field} is not base64: {e}"))
-        };
+        let decode =
+            |field: &str, text: &str| STANDARD.decode(text.trim()).map_err(|e| format!("{field} is not base64: {e}"));
         let mut root = TrustRoot::default();
         for authority in &doc.certificate_authorities {
             for cert in &authority.cert_chain.certificates {
@@ -111,6 +110,6 @@ mod tests {
         assert!(TrustRoot::parse(br#"{"tlogs":[]}"#).unwrap_err().contains("no certificate authority"));
         let bad = br#"{"certificateAuthorities":[{"certChain":{"certificates":[{"rawBytes":"%%"}]}}]}"#;
         assert!(TrustRoot::parse(bad).unwrap_err().contains("base64"));
-        assert!(TrustRoot::parse(b"[]").unwrap_err().contains("not a trusted_root.json"));
+        assert!(TrustRoot::parse(b"\"x\"").unwrap_err().contains("not a trusted_root.json"));
     }
 }
