@@ -64,8 +64,50 @@ impl Warnings {
         self.lines.push(line);
     }
 
+    /// Whether a progress line could be shown: the CLI, not quiet, with a
+    /// terminal on stderr.
+    pub fn shows_progress(&self) -> bool {
+        use std::io::IsTerminal as _;
+        !self.collect && !self.quiet && std::io::stderr().is_terminal()
+    }
+
+    /// A progress line printed only if the work it names is still going
+    /// after a second: a quick step says nothing. The work is done when
+    /// the returned guard is dropped.
+    pub fn progress(&self, line: String) -> Progress {
+        if !self.shows_progress() {
+            return Progress { done: None, thread: None };
+        }
+        let (done, waiting) = std::sync::mpsc::channel::<()>();
+        let thread = std::thread::spawn(move || {
+            if waiting.recv_timeout(std::time::Duration::from_secs(1))
+                == Err(std::sync::mpsc::RecvTimeoutError::Timeout)
+            {
+                now(line);
+            }
+        });
+        Progress { done: Some(done), thread: Some(thread) }
+    }
+
     pub fn lines(&self) -> &[String] {
         &self.lines
+    }
+}
+
+/// A progress line's timer; dropping it ends the wait.
+#[derive(Debug)]
+pub struct Progress {
+    done: Option<std::sync::mpsc::Sender<()>>,
+    thread: Option<std::thread::JoinHandle<()>>,
+}
+
+impl Drop for Progress {
+    fn drop(&mut self) {
+        // The sender gone, the timer wakes at once and prints nothing.
+        drop(self.done.take());
+        if let Some(thread) = self.thread.take() {
+            let _ = thread.join();
+        }
     }
 }
 

@@ -398,6 +398,18 @@ struct Flood {
     answers: bool,
 }
 
+/// Warm image verification against a warm `run -d` with it off.
+const VERIFY_TARGET: f64 = 0.10;
+
+/// Image verification's own time (from brig's `--verbose` log), first and
+/// warm, and the `run -d` it precedes, with it on and off.
+struct VerifyFacts {
+    cold_ms: f64,
+    warm_ms: Vec<f64>,
+    run_verified: Vec<f64>,
+    run_off: Vec<f64>,
+}
+
 /// brigd's memory with this many idle connections open, and its bound.
 const FLOOD_CONNECTIONS: usize = 2000;
 const FLOOD_MAX_MIB: u64 = 150;
@@ -409,6 +421,7 @@ struct Section {
     brig_calls: Vec<(String, Vec<String>)>,
     ls: Vec<LsFacts>,
     daemon: DaemonFacts,
+    verify: VerifyFacts,
 }
 
 struct Bench<'a> {
@@ -448,6 +461,7 @@ impl<'a> Bench<'a> {
         }
         bench.ls_rounds(reps)?;
         bench.daemon_rounds(reps)?;
+        let verify = bench.verify_rounds(root, reps)?;
         bench.scratch.clean()?;
         Ok(Section {
             present,
@@ -456,7 +470,71 @@ impl<'a> Bench<'a> {
             brig_calls: bench.brig_calls,
             ls: bench.ls,
             daemon: bench.daemon,
+            verify,
         })
+    }
+
+    /// Against a registry of the bench's own, filled by the lab's fixture
+    /// (the lab image pushed by this runtime and signed by `cosign` with a
+    /// key): `run -d` of the signed image under `require`, then `run -d` of
+    /// the same digest with verification off, alternating, each removed
+    /// again. The first round, the image not yet pulled, gives the cold
+    /// verification and is not counted in the rest.
+    fn verify_rounds(&mut self, root: &Path, reps: usize) -> Result<VerifyFacts> {
+        let name = match self.rt {
+            Rt::Nerdctl => lab::scenario::RuntimeName::Nerdctl,
+            Rt::Podman => lab::scenario::RuntimeName::Podman,
+        };
+        let registry = lab::registry::Registry::start(&self.scratch.dir, name, Some(self.rt.bin().into()))?;
+        let fx = self.scratch.dir.join("fx");
+        let mut fixture = Command::new("sh");
+        fixture.arg(root.join("lab/fixtures/verify.sh")).arg(&registry.address).arg(&fx);
+        self.scratch.apply(&mut fixture);
+        checked(&mut fixture, "lab/fixtures/verify.sh")?;
+        let digest = std::fs::read_to_string(fx.join("signed.digest"))?.trim().to_owned();
+        let prefix = format!("{}/brig-sh/", registry.address);
+        let signed = format!("{prefix}guest:signed");
+        let pinned = format!("{prefix}guest@{digest}");
+        let key = fx.join("ours.pub").display().to_string();
+        let b = BrigBox::new(&self.scratch.token, "v");
+        let mut facts =
+            VerifyFacts { cold_ms: 0.0, warm_ms: Vec::new(), run_verified: Vec::new(), run_off: Vec::new() };
+        for i in 0..=reps {
+            eprintln!("==> {}: run -d verified and off: round {}/{}", self.rt.bin(), i + 1, reps + 1);
+            let on = [
+                ("BRIG_VERIFY", "require"),
+                ("BRIG_VERIFY_REGISTRY", prefix.as_str()),
+                ("BRIG_VERIFY_KEY", key.as_str()),
+                ("BRIG_IMAGE", signed.as_str()),
+            ];
+            let off = [("BRIG_VERIFY", "off"), ("BRIG_IMAGE", pinned.as_str())];
+            let mut order = [&on[..], &off[..]];
+            if i % 2 == 1 {
+                order.reverse();
+            }
+            for env in order {
+                let mut cmd = self.brig_command(&["--verbose", "run", "-d", &b.reference]);
+                cmd.envs(env.iter().copied());
+                let start = Instant::now();
+                let out = checked(&mut cmd, "brig --verbose run -d")?;
+                let ms = start.elapsed().as_secs_f64() * 1000.0;
+                checked(&mut self.brig_command(&["rm", &b.reference]), "brig rm")?;
+                if env.len() == on.len() {
+                    let took = verification_ms(&String::from_utf8_lossy(&out.stderr))
+                        .context("brig --verbose did not say how long verification took")?;
+                    match i {
+                        0 => facts.cold_ms = took,
+                        _ => {
+                            facts.warm_ms.push(took);
+                            facts.run_verified.push(ms);
+                        }
+                    }
+                } else if i > 0 {
+                    facts.run_off.push(ms);
+                }
+            }
+        }
+        Ok(facts)
     }
 
     fn rep(&self, index: usize, warmup: bool) -> Rep {
@@ -875,6 +953,15 @@ impl Drop for Daemon {
 /// Open `FLOOD_CONNECTIONS` connections that send nothing, read brigd's
 /// memory while they are open, close them, and read it again once brigd
 /// has let them go.
+/// `verification took N ms` from brig's `--verbose` log.
+fn verification_ms(log: &str) -> Option<f64> {
+    log.lines().find_map(|line| {
+        let rest = strip_ansi(line);
+        let (_, after) = rest.split_once("verification took ")?;
+        after.split_whitespace().next()?.parse().ok()
+    })
+}
+
 fn flood(daemon: &Daemon) -> Result<Flood> {
     use std::io::Read;
     use std::os::unix::net::UnixStream;
@@ -1386,6 +1473,22 @@ fn render_section(w: &mut String, s: &Section) {
         e.requests,
         e.listings as f64 / e.requests.max(1) as f64,
         verdict(e.boots == 0 && e.one_listing_each())
+    );
+
+    let v = &s.verify;
+    let share = median(&v.warm_ms) / median(&v.run_off);
+    let _ = writeln!(
+        w,
+        "| image verification of a signed image (key, local registry) ≤ {:.0}% of a warm `run -d` \
+         | {:.1}%: warm {:.0} ms median ({:.0} p90), cold {:.0} ms; `run -d` {:.0} ms with it, {:.0} ms without | – | {} |",
+        VERIFY_TARGET * 100.0,
+        share * 100.0,
+        median(&v.warm_ms),
+        p90(&v.warm_ms),
+        v.cold_ms,
+        median(&v.run_verified),
+        median(&v.run_off),
+        verdict(share <= VERIFY_TARGET)
     );
 
     if let Some(f) = &s.daemon.flood {

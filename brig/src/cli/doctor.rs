@@ -407,8 +407,6 @@ fn shim(env: &Environment, adapter: &dyn Runtime) -> Check {
     }
 }
 
-/// Which store secrets live in, whether it survives a reboot, and how many
-/// it holds (from its index: no value is read).
 /// How images will be verified: the mode, whose policy, and what it trusts.
 /// A bad setting is a problem here but not an exit status: runs refuse it
 /// with exit 2 themselves.
@@ -448,6 +446,8 @@ fn trust(env: &Environment) -> Check {
     )
 }
 
+/// Which store secrets live in, whether it survives a reboot, and how many
+/// it holds (from its index: no value is read).
 fn secret_store() -> Check {
     let opened =
         crate::secrets::Store::open().and_then(|store| store.index().map(|index| (store.backend(), index.len())));
@@ -586,6 +586,21 @@ fn tilde(env: &Environment, path: &Path) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_trust_line_names_the_mode_policy_and_root_and_flags_bad_settings() {
+        let line = trust(&Environment::from_pairs::<_, &str, &str>([]));
+        assert_eq!(line.mark, Mark::Ok);
+        assert!(line.detail.starts_with("warn, policy brig: images under ghcr.io/brig-sh/"), "{}", line.detail);
+        assert!(line.detail.contains("sigstore's public-good root"), "{}", line.detail);
+        let off = trust(&Environment::from_pairs([("BRIG_VERIFY", "none")]));
+        assert_eq!(off.mark, Mark::Absent);
+        for (variable, value) in [("BRIG_VERIFY", "maybe"), ("BRIG_VERIFY_KEY", "/nonexistent/cosign.pub")] {
+            let bad = trust(&Environment::from_pairs([(variable, value)]));
+            assert_eq!(bad.mark, Mark::Problem, "{variable}");
+            assert!(bad.detail.contains(variable), "{}", bad.detail);
+        }
+    }
 
     #[cfg(target_os = "linux")]
     mod hypervisor {

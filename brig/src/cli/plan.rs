@@ -35,8 +35,6 @@ pub struct PlanArgs {
     pub project: Option<String>,
 }
 
-/// A plan as the report verbs print it. Names only: no credential value,
-/// no environment value.
 /// The verification mode, and whose policy (`brig`, `replaced`, `off`).
 #[derive(Debug, Serialize)]
 pub struct VerifyData {
@@ -50,6 +48,8 @@ impl std::fmt::Display for VerifyData {
     }
 }
 
+/// A plan as the report verbs print it. Names only: no credential value,
+/// no environment value.
 #[derive(Debug, Serialize)]
 #[serde(rename_all = "camelCase")]
 pub struct PlanData {

@@ -49,7 +49,8 @@ impl Ensured {
 struct Acted {
     home: GuestHome,
     step: Action,
-    booted: bool,
+    /// The image reference handed to the runtime, when this request booted.
+    booted: Option<String>,
     existing: Option<crate::runtime::Found>,
 }
 
@@ -79,8 +80,8 @@ impl Engine<'_> {
             }
             other => other?,
         };
-        let Acted { home, step, booted, existing } = acted;
-        let booted_image = booted.then(|| self.booted_image.take()).flatten();
+        let Acted { home, step, booted: booted_image, existing } = acted;
+        let booted = booted_image.is_some();
 
         if plan.resolved.skills {
             let prepared = prepare::create_home(&self.state_dir, &sandbox, &home)?;
@@ -146,7 +147,7 @@ impl Engine<'_> {
         }
         let step = action(existing.as_ref(), record, plan.project.as_deref());
         let runtime = plan.runtime.as_ref();
-        let mut booted = false;
+        let mut booted = None;
         if step != Action::Reuse {
             lock.bump()?;
         }
@@ -159,21 +160,19 @@ impl Engine<'_> {
                     // A runtime that cannot restart an instance (hull) gets a
                     // fresh one with the same home, project and network.
                     Err(crate::runtime::Error::NoRestart { .. }) => {
-                        self.recreate(plan, &home, record)?;
-                        booted = true;
+                        booted = Some(self.recreate(plan, &home, record)?);
                     }
                     Err(err) => return Err(err.into()),
                 }
             }
             Action::Recreate { from } => {
                 self.warnings.push(recreate_warning(sandbox, from.as_deref(), plan.project.as_deref()));
-                self.recreate(plan, &home, record)?;
-                booted = true;
+                booted = Some(self.recreate(plan, &home, record)?);
             }
             Action::Boot => {
                 let chosen = self.verify_image(plan)?;
                 self.boot(plan, &home, record, true, &chosen)?;
-                booted = true;
+                booted = Some(chosen.image);
             }
         }
         Ok(Acted { home, step, booted, existing })
@@ -205,7 +204,8 @@ impl Engine<'_> {
     /// Remove the sandbox to boot it again with another project. The record
     /// says so first: if the new boot fails, the home still belongs to the
     /// session and is never taken for one left behind.
-    fn recreate(&mut self, plan: &Ready, home: &GuestHome, record: Option<&Record>) -> Result<(), Error> {
+    /// Returns the image reference booted.
+    fn recreate(&mut self, plan: &Ready, home: &GuestHome, record: Option<&Record>) -> Result<String, Error> {
         let sandbox = plan.session.sandbox();
         // Verified before anything is removed: a refused image leaves the
         // sandbox as it was.
@@ -216,7 +216,8 @@ impl Engine<'_> {
             index.insert(sandbox.to_owned(), entry);
         })?;
         plan.runtime.remove(sandbox)?;
-        self.boot(plan, home, record, false, &chosen)
+        self.boot(plan, home, record, false, &chosen)?;
+        Ok(chosen.image)
     }
 
     /// Boot a sandbox that does not exist. `first` is a boot with no
@@ -263,12 +264,14 @@ impl Engine<'_> {
             .and_then(|spec| {
                 tracing::info!("booting {sandbox} from {}", spec.image);
                 let attach = boot::network(runtime, sandbox, plan.resolved.network)?;
+                // A first pull can take minutes with nothing to show for it.
+                let pulling = self.warnings.shows_progress()
+                    && chosen.pull != Some(crate::settings::Pull::Never)
+                    && runtime.local_digests(&chosen.image).is_none();
+                let _progress = pulling.then(|| self.warnings.progress(format!("pulling {} …", chosen.image)));
                 runtime.boot(&boot::with_network(spec, attach)).map_err(Error::from)
             })
             .and_then(|()| self.wait_ready(runtime, sandbox, plan.resolved.ready_timeout));
-        if outcome.is_ok() {
-            self.booted_image = Some(chosen.image.clone());
-        }
         if let Err(err) = outcome {
             if matches!(err, Error::Runtime(crate::runtime::Error::NameInUse { .. })) {
                 // The sandbox of that name is not this boot's: only the home

@@ -133,8 +133,6 @@ pub struct Engine<'a> {
     pub(crate) state_dir: PathBuf,
     /// The secret store, opened the first time a secret is needed.
     secret_store: Option<crate::secrets::Store>,
-    /// The image reference the last boot of this engine handed the runtime.
-    booted_image: Option<String>,
 }
 
 impl<'a> Engine<'a> {
@@ -146,7 +144,7 @@ impl<'a> Engine<'a> {
     ) -> Result<Self, crate::Error> {
         let cwd = std::env::current_dir().map_err(|e| crate::Error::io("read the current directory", ".", e))?;
         let state_dir = home::state_dir(env, &cwd)?;
-        Ok(Engine { env, registry, prompts, warnings, cwd, state_dir, secret_store: None, booted_image: None })
+        Ok(Engine { env, registry, prompts, warnings, cwd, state_dir, secret_store: None })
     }
 
     /// Write the profile's credential files into the running sandbox, as

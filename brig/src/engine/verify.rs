@@ -56,7 +56,11 @@ impl Engine<'_> {
             self.warnings.push(format!("{why}; it boots unverified"));
             return Ok(as_given);
         }
-        match verify::check(image, policy) {
+        let started = std::time::Instant::now();
+        let outcome = verify::check(image, policy);
+        // `cargo xtask bench` reads this line to time the step alone.
+        tracing::info!("verification took {} ms", started.elapsed().as_millis());
+        match outcome {
             Outcome::Verified { digest, signer } => {
                 let pinned = verify::pinned(image, &digest);
                 // With `always` the runtime fetches the verified digest

@@ -179,6 +179,12 @@ pub fn normalise(reference: &str) -> String {
     if rest.is_empty() && !bare.contains('/') { host.to_owned() } else { format!("{host}/{rest}") }
 }
 
+/// `sha256:` and 64 lower-case hex digits.
+fn is_digest(text: &str) -> bool {
+    text.strip_prefix("sha256:")
+        .is_some_and(|hex| hex.len() == 64 && hex.bytes().all(|b| b.is_ascii_digit() || (b'a'..=b'f').contains(&b)))
+}
+
 /// The image's repository: the reference without its tag or digest.
 fn repository(image: &str) -> &str {
     let name = image.split_once('@').map_or(image, |(name, _)| name);
@@ -247,6 +253,14 @@ mod tests {
     #[case("alpine", "sha256:ab", "alpine@sha256:ab")]
     fn pins_the_repository_to_the_digest(#[case] image: &str, #[case] digest: &str, #[case] want: &str) {
         assert_eq!(pinned(image, digest), want);
+    }
+
+    #[test]
+    fn only_a_sha256_digest_is_a_digest() {
+        assert!(is_digest(&format!("sha256:{}", "ab".repeat(32))));
+        for bad in ["sha256:AB", "sha512:00", "", "sha256:", &format!("sha256:{} --privileged", "a".repeat(64))] {
+            assert!(!is_digest(bad), "{bad}");
+        }
     }
 
     #[rstest]

@@ -69,6 +69,11 @@ pub(super) async fn check(image: &str, policy: &Policy) -> Outcome {
         Ok((_, digest)) => digest,
         Err(e) => return unresolved(format!("cannot resolve its digest: {e}")),
     };
+    // It goes into the reference the runtime boots: a registry's answer is
+    // taken only in the one shape a digest has.
+    if !super::is_digest(&digest) {
+        return unresolved(format!("the registry answered {:?}, which is not a sha256 digest", digest.escape_debug()));
+    }
     // Everything from here reads the digest, never the tag again: a tag
     // moved meanwhile changes nothing that is checked or booted.
     let at_digest =
