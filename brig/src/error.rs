@@ -34,6 +34,9 @@ pub enum Error {
     SecretsMissing { profile: String, names: Vec<String> },
     #[error(transparent)]
     Secrets(#[from] crate::secrets::Error),
+    /// An isolated sandbox's host isolation that cannot be put in place.
+    #[error(transparent)]
+    Firewall(#[from] crate::firewall::Error),
     /// A verification setting that cannot be used.
     #[error(transparent)]
     Verify(#[from] crate::verify::Error),

@@ -68,6 +68,9 @@ pub fn exit_code(err: &Error) -> Code {
         Error::SecretsMissing { .. } => Code::Credentials,
         Error::Secrets(e) => secrets_code(e),
         Error::Verify(_) => Code::Usage,
+        // Decision 4: a posture this run cannot enforce is refused, never
+        // quietly weakened.
+        Error::Firewall(_) => Code::Unenforceable,
     }
 }
 

@@ -11,6 +11,7 @@ pub mod engine;
 pub mod environment;
 pub mod error;
 pub mod exit;
+pub mod firewall;
 pub mod json;
 #[cfg(target_os = "linux")]
 pub mod kvm;

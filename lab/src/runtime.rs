@@ -187,6 +187,19 @@ fn detect_capability(need: Need) -> Option<String> {
     }
 }
 
+/// brig's host-isolation tables (`inet brig_*`), when nft can list them.
+pub fn firewall_tables() -> Vec<String> {
+    let Ok(out) = std::process::Command::new("nft").args(["list", "tables", "inet"]).output() else {
+        return Vec::new();
+    };
+    String::from_utf8_lossy(&out.stdout)
+        .lines()
+        .filter_map(|line| line.strip_prefix("table inet "))
+        .filter(|name| name.starts_with("brig_"))
+        .map(str::to_owned)
+        .collect()
+}
+
 /// Every container name the runtime lists, running or not.
 pub fn containers(bin: &Path) -> Result<Vec<String>> {
     let out = call(bin, &["ps", "-a", "--format", "{{.Names}}"])?;
@@ -244,8 +257,14 @@ pub fn clean_up(bin: &Path, token: &str) -> Result<()> {
             Err(_) => std::thread::sleep(std::time::Duration::from_millis(200)),
         }
     }
+    // Host-isolation tables of the trial's sandboxes go with them, as brig's
+    // `rm` takes them; sandboxes the lab removed itself leave theirs here.
+    for table in mine(firewall_tables()) {
+        let _ = std::process::Command::new("nft").args(["delete", "table", "inet", &table]).output();
+    }
     let mut leaked = mine(containers(bin)?);
     leaked.extend(mine(networks(bin)?));
+    leaked.extend(mine(firewall_tables()).iter().map(|t| format!("nft table inet {t}")));
     if !leaked.is_empty() {
         let mut msg = format!("leaked: {}", leaked.join(", "));
         for t in trouble {

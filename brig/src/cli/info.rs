@@ -109,7 +109,7 @@ fn render(data: &PlanData, source: Option<&HomeSource>, ctx: &Context) -> String
         ("project", project),
         ("image", dash(data.image.clone())),
         ("verify", dash(data.verify.as_ref().map(|v| v.to_string()))),
-        ("network", dash(data.network.map(|n| n.to_string()))),
+        ("network", dash(data.network.map(crate::cli::network_line))),
         ("credentials", credentials),
     ];
     if let Some(refused) = &data.refused {

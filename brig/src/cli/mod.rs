@@ -121,6 +121,18 @@ pub fn main(args: impl IntoIterator<Item = OsString>) -> Outcome {
     }
 }
 
+/// A posture and what it promises, for the `network` row of `info` and
+/// `plan`.
+pub(crate) fn network_line(network: crate::settings::Network) -> String {
+    use crate::settings::Network;
+    let promise = match network {
+        Network::Shared => "one network for every shared sandbox on this host; reaches the host",
+        Network::Isolated => "a network of this sandbox's own; reaches neither the host nor other sandboxes",
+        Network::Offline => "no network at all",
+    };
+    format!("{network} ({promise})")
+}
+
 /// Ask on the terminal; anything but y/yes is no.
 pub(super) fn confirm(question: &str) -> bool {
     crate::engine::Prompts::Terminal.confirm(question)

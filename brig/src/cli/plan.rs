@@ -194,7 +194,7 @@ fn render(data: &PlanData) -> String {
         ),
         ("image", or_dash(data.image.clone())),
         ("digest", data.digest.clone().unwrap_or_else(|| "learnt when the image verifies, at boot".to_owned())),
-        ("network", or_dash(data.network.map(|n| n.to_string()))),
+        ("network", or_dash(data.network.map(crate::cli::network_line))),
     ];
     for mount in &data.mounts {
         let host = mount.host.as_ref().map_or_else(|| "memory".to_owned(), |h| escaped(&h.display().to_string()));

@@ -91,14 +91,8 @@ impl Engine<'_> {
         }
 
         // A sandbox left running keeps the posture it was made with.
-        let network = match (&existing, booted) {
-            (Some(found), false) => super::Facts::read(&found.listed, record.as_ref(), &[])
-                .network
-                .as_deref()
-                .and_then(crate::settings::Enumerated::parse)
-                .unwrap_or(plan.resolved.network),
-            _ => plan.resolved.network,
-        };
+        let network =
+            if booted { plan.resolved.network } else { existing_posture(existing.as_ref(), record.as_ref(), &plan) };
         Index::update(&self.state_dir, |index| {
             let mut entry = index.get(&sandbox).cloned().unwrap_or_else(|| Record::new(&plan.session, &home));
             entry.home = home.path.clone();
@@ -155,6 +149,11 @@ impl Engine<'_> {
             Action::Reuse => {}
             Action::Start => {
                 self.recheck(plan, &home)?;
+                // The rules go with a host reboot; a start puts them back
+                // before the sandbox runs.
+                if existing_posture(existing.as_ref(), record, plan) == Network::Isolated {
+                    self.isolate(runtime, sandbox)?;
+                }
                 match runtime.start(sandbox) {
                     Ok(()) => self.wait_ready(runtime, sandbox, plan.resolved.ready_timeout)?,
                     // A runtime that cannot restart an instance (hull) gets a
@@ -176,6 +175,19 @@ impl Engine<'_> {
             }
         }
         Ok(Acted { home, step, booted, existing })
+    }
+
+    /// Keep the sandbox's own network from the host and from every other
+    /// sandbox network (decision 16): the host's firewall rules for its
+    /// bridge, written before it runs.
+    fn isolate(&self, runtime: &dyn Runtime, sandbox: &str) -> Result<(), Error> {
+        let network = boot::network_name(sandbox);
+        let bridge = runtime.network_bridge(&network)?.ok_or_else(|| crate::firewall::Error::NoBridge {
+            sandbox: sandbox.to_owned(),
+            why: format!("{} reports no host bridge for {network}", runtime.kind()),
+        })?;
+        crate::firewall::apply(self.env, sandbox, &bridge)?;
+        Ok(())
     }
 
     /// Before a start: the stopped sandbox mounts the home, every hostmount
@@ -264,6 +276,9 @@ impl Engine<'_> {
             .and_then(|spec| {
                 tracing::info!("booting {sandbox} from {}", spec.image);
                 let attach = boot::network(runtime, sandbox, plan.resolved.network)?;
+                if plan.resolved.network == Network::Isolated {
+                    self.isolate(runtime, sandbox)?;
+                }
                 // A first pull can take minutes with nothing to show for it.
                 let pulling = self.warnings.shows_progress()
                     && chosen.pull != Some(crate::settings::Pull::Never)
@@ -295,6 +310,7 @@ impl Engine<'_> {
     fn clean_failed_boot(&mut self, runtime: &dyn Runtime, sandbox: &str, home: &GuestHome, created: bool) {
         let _ = runtime.remove(sandbox);
         let _ = runtime.remove_network(&boot::network_name(sandbox));
+        let _ = crate::firewall::remove(self.env, sandbox);
         if !created || home.source != HomeSource::Default {
             return;
         }
@@ -361,4 +377,14 @@ fn prepare_mounts(plan: &Ready, home: &crate::session::PreparedHome) -> Result<(
         Some(project) => super::git_meta::prepare(project, &plan.git),
         None => Ok(()),
     }
+}
+
+/// The posture an existing sandbox was booted with, as its labels (or its
+/// record) say; the plan's when they say nothing.
+fn existing_posture(existing: Option<&crate::runtime::Found>, record: Option<&Record>, plan: &Ready) -> Network {
+    existing
+        .and_then(|found| super::Facts::read(&found.listed, record, &[]).network)
+        .as_deref()
+        .and_then(crate::settings::Enumerated::parse)
+        .unwrap_or(plan.resolved.network)
 }

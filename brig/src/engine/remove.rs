@@ -83,6 +83,7 @@ impl Engine<'_> {
         lock.bump()?;
         runtime.remove(sandbox)?;
         runtime.remove_network(&boot::network_name(sandbox))?;
+        crate::firewall::remove(self.env, sandbox)?;
         let emptied = deletes_home && home::remove_default_home(&state_dir, sandbox)?;
         Index::update(&state_dir, |index| match (index.get(sandbox).cloned(), emptied) {
             (Some(mut record), true) => {

@@ -232,6 +232,11 @@ pub trait Runtime: std::fmt::Debug + Send + Sync {
     fn isolates_networks(&self) -> bool {
         true
     }
+    /// The host bridge of a network brig made, for the host-isolation
+    /// rules; `None` when the runtime has no such bridge to name.
+    fn network_bridge(&self, _name: &str) -> Result<Option<crate::firewall::Bridge>, Error> {
+        Ok(None)
+    }
     /// The manifest digests the runtime's local copy of `image` is known
     /// by, or `None` when it holds no copy (or cannot say: the verified
     /// digest then boots, which is the safe answer).

@@ -286,6 +286,43 @@ struct InspectedMount {
     destination: PathBuf,
 }
 
+/// A network's host bridge from `network inspect`, in each runtime's
+/// dialect: nerdctl's native CNI configuration (the bridge plugin's
+/// `bridge` and its ranges' gateways), podman's `network_interface` and
+/// `subnets`, docker's bridge-name option (else `br-` and the id's first
+/// twelve) and `IPAM.Config`.
+pub fn parse_bridge(stdout: &str) -> Option<crate::firewall::Bridge> {
+    use serde_json::Value;
+    let doc: Value = serde_json::from_str(stdout).ok()?;
+    let net = doc.get(0)?;
+    let gateways = |items: Vec<&Value>, key: &str| -> Vec<std::net::IpAddr> {
+        items.iter().filter_map(|v| v.get(key)?.as_str()?.parse().ok()).collect()
+    };
+    let (interface, gateways) = if let Some(plugins) = net.pointer("/CNI/plugins").and_then(Value::as_array) {
+        let bridge = plugins.iter().find(|p| p.get("type").and_then(Value::as_str) == Some("bridge"))?;
+        let ranges: Vec<&Value> = bridge
+            .pointer("/ipam/ranges")
+            .and_then(Value::as_array)
+            .into_iter()
+            .flatten()
+            .filter_map(Value::as_array)
+            .flatten()
+            .collect();
+        (bridge.get("bridge")?.as_str()?.to_owned(), gateways(ranges, "gateway"))
+    } else if let Some(iface) = net.get("network_interface").and_then(Value::as_str) {
+        let subnets = net.get("subnets").and_then(Value::as_array).map(|a| a.iter().collect()).unwrap_or_default();
+        (iface.to_owned(), gateways(subnets, "gateway"))
+    } else {
+        let named = net.pointer("/Options/com.docker.network.bridge.name").and_then(Value::as_str).map(str::to_owned);
+        let id = net.get("Id").and_then(Value::as_str).filter(|id| id.len() >= 12);
+        let iface = named.or_else(|| id.map(|id| format!("br-{}", &id[..12])))?;
+        let configs =
+            net.pointer("/IPAM/Config").and_then(Value::as_array).map(|a| a.iter().collect()).unwrap_or_default();
+        (iface, gateways(configs, "Gateway"))
+    };
+    Some(crate::firewall::Bridge { interface, gateways })
+}
+
 /// The digests in `image inspect`'s `RepoDigests` (`repo@sha256:…`, one
 /// line per image inspected); `None` when there are none.
 pub fn parse_repo_digests(stdout: &str) -> Option<Vec<String>> {
@@ -396,6 +433,15 @@ impl Runtime for OciCli {
             Err(err) if self.core().says_missing(&err) => Ok(None),
             Err(err) => Err(self.unreachable(&err)),
         }
+    }
+
+    fn network_bridge(&self, name: &str) -> Result<Option<crate::firewall::Bridge>, Error> {
+        let cmd = match self.kind {
+            Kind::Nerdctl => self.cmd().args(["network", "inspect", "--mode", "native", "--", name]),
+            _ => self.cmd().args(["network", "inspect", "--", name]),
+        };
+        let stdout = self.query(cmd.timeout(QUERY_TIMEOUT))?;
+        Ok(parse_bridge(&stdout))
     }
 
     fn local_digests(&self, image: &str) -> Option<Vec<String>> {
@@ -680,6 +726,24 @@ mod tests {
     #[case("", State::Unknown)]
     fn listed_states(#[case] word: &str, #[case] want: State) {
         assert_eq!(state_of(word), want);
+    }
+
+    #[test]
+    fn network_bridges_in_every_dialect() {
+        let nerdctl = r#"[{"CNI":{"plugins":[{"type":"bridge","bridge":"br-f9a62fd0e670","ipam":{"ranges":[[{"gateway":"10.4.1.1","subnet":"10.4.1.0/24"}]]}},{"type":"portmap"}]}}]"#;
+        let podman = r#"[{"name":"n","network_interface":"podman1","subnets":[{"subnet":"10.89.0.0/24","gateway":"10.89.0.1"}]}]"#;
+        let docker = r#"[{"Name":"n","Id":"0123456789abcdef","IPAM":{"Config":[{"Subnet":"172.18.0.0/16","Gateway":"172.18.0.1"}]},"Options":{}}]"#;
+        for (text, iface, gw) in [
+            (nerdctl, "br-f9a62fd0e670", "10.4.1.1"),
+            (podman, "podman1", "10.89.0.1"),
+            (docker, "br-0123456789ab", "172.18.0.1"),
+        ] {
+            let bridge = parse_bridge(text).unwrap();
+            assert_eq!(bridge.interface, iface);
+            assert_eq!(bridge.gateways, vec![gw.parse::<std::net::IpAddr>().unwrap()]);
+        }
+        assert_eq!(parse_bridge("[]"), None);
+        assert_eq!(parse_bridge("nonsense"), None);
     }
 
     #[test]

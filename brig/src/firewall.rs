@@ -1,0 +1,195 @@
+//! Host isolation for `isolated` sandboxes (decision 16), with the host's
+//! nftables: one table per sandbox, `inet brig_<sandbox>`, whose rules
+//! refuse what comes in on the sandbox's bridge for the host itself (its
+//! every address, the bridge gateway included, but for DNS to the gateway)
+//! and what the host would forward from it to another local bridge (every
+//! other sandbox network, shared or isolated), and drop new connections
+//! forwarded into it from one. Traffic to the internet, forwarded through
+//! the host's uplink, is left as the runtime set it up.
+//!
+//! The table is written in one `nft -f` transaction before the sandbox
+//! boots and again before it starts, so no moment passes with the sandbox
+//! running and the rules missing, and a rebooted host gets them back; it
+//! goes with the sandbox's network. nftables tables are independent: other
+//! firewalls' rules (the runtime's, the host's) are untouched, and any drop
+//! here is final whatever they accept.
+
+use std::net::IpAddr;
+use std::path::PathBuf;
+
+use crate::environment::Environment;
+use crate::process::Command;
+
+/// How long `nft` may take: it talks to the kernel only.
+const NFT_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(10);
+
+/// A sandbox network's bridge on the host.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Bridge {
+    /// The host interface, e.g. `br-f9a62fd0e670` or `podman1`.
+    pub interface: String,
+    /// The bridge's gateway addresses: where the guest's DNS is answered.
+    pub gateways: Vec<IpAddr>,
+}
+
+#[derive(Debug, thiserror::Error)]
+pub enum Error {
+    #[error(
+        "the isolated network of {sandbox} cannot be kept from the host: {why}; run brig as root with nftables installed (`nft`), or choose --network shared (no host isolation) or --network offline"
+    )]
+    Unenforceable { sandbox: String, why: String },
+    #[error("the host firewall refused brig's rules for {sandbox}: {said}")]
+    Refused { sandbox: String, said: String },
+    #[error("the network of {sandbox} has no bridge brig can name ({why})")]
+    NoBridge { sandbox: String, why: String },
+}
+
+/// The table of one sandbox: its name with everything but letters and
+/// digits made `_`, which nft takes as an identifier.
+pub fn table(sandbox: &str) -> String {
+    let body: String =
+        sandbox.chars().map(|c| if c.is_ascii_alphanumeric() { c.to_ascii_lowercase() } else { '_' }).collect();
+    format!("brig_{body}")
+}
+
+/// The interfaces the host's default routes leave by: forwarding to them is
+/// the sandbox's way to the internet, even when one is itself a bridge.
+pub fn uplinks() -> Vec<String> {
+    let routes = std::fs::read_to_string("/proc/net/route").unwrap_or_default();
+    let mut out: Vec<String> = routes
+        .lines()
+        .skip(1)
+        .filter_map(|line| {
+            let mut fields = line.split_whitespace();
+            let (iface, destination) = (fields.next()?, fields.next()?);
+            let mask = fields.nth(5)?;
+            (destination == "00000000" && mask == "00000000").then(|| iface.to_owned())
+        })
+        .collect();
+    out.sort();
+    out.dedup();
+    out
+}
+
+/// An interface name as nft reads it inside double quotes: the runtimes
+/// name bridges with letters, digits, `-`, `_` and `.`; anything else is
+/// refused rather than quoted.
+fn quoted(name: &str) -> Option<String> {
+    let ok = !name.is_empty()
+        && name.len() <= 15
+        && name.bytes().all(|b| b.is_ascii_alphanumeric() || matches!(b, b'-' | b'_' | b'.'));
+    ok.then(|| format!("\"{name}\""))
+}
+
+/// The whole transaction: (re)create the sandbox's table with its rules.
+pub fn ruleset(sandbox: &str, bridge: &Bridge, uplinks: &[String]) -> Result<String, Error> {
+    let no_bridge = |why: &str| Error::NoBridge { sandbox: sandbox.to_owned(), why: why.to_owned() };
+    let iface = quoted(&bridge.interface).ok_or_else(|| no_bridge("its interface name is not one nft can match"))?;
+    let mut others = vec![iface.clone()];
+    others.extend(uplinks.iter().filter_map(|u| quoted(u)));
+    let others = others.join(", ");
+    let table = table(sandbox);
+    let mut dns = String::new();
+    for gateway in &bridge.gateways {
+        let family = if gateway.is_ipv4() { "ip" } else { "ip6" };
+        for proto in ["udp", "tcp"] {
+            dns.push_str(&format!("    iifname {iface} {family} daddr {gateway} {proto} dport 53 accept\n"));
+        }
+    }
+    Ok(format!(
+        "add table inet {table}\n\
+         delete table inet {table}\n\
+         table inet {table} {{\n\
+         \x20 chain input {{\n\
+         \x20   type filter hook input priority filter - 5; policy accept;\n\
+         \x20   iifname {iface} ct state established,related accept\n\
+         {dns}\
+         \x20   iifname {iface} reject with icmpx admin-prohibited\n\
+         \x20 }}\n\
+         \x20 chain forward {{\n\
+         \x20   type filter hook forward priority filter - 5; policy accept;\n\
+         \x20   iifname {iface} oifname != {{ {others} }} meta oifkind \"bridge\" reject with icmpx admin-prohibited\n\
+         \x20   oifname {iface} iifname != {{ {others} }} meta iifkind \"bridge\" ct state new drop\n\
+         \x20 }}\n\
+         }}\n"
+    ))
+}
+
+fn nft(env: &Environment) -> Option<PathBuf> {
+    env.find_on_path("nft").or_else(|| {
+        ["/usr/sbin/nft", "/sbin/nft"].into_iter().map(PathBuf::from).find(|p| crate::environment::is_executable(p))
+    })
+}
+
+/// Write the sandbox's table, replacing any before it.
+pub fn apply(env: &Environment, sandbox: &str, bridge: &Bridge) -> Result<(), Error> {
+    let unenforceable = |why: String| Error::Unenforceable { sandbox: sandbox.to_owned(), why };
+    if !rustix::process::geteuid().is_root() {
+        return Err(unenforceable(
+            "the host's firewall takes rules from root only, and brig runs as another user".into(),
+        ));
+    }
+    let nft = nft(env).ok_or_else(|| unenforceable("there is no `nft` on PATH or in /usr/sbin".into()))?;
+    let rules = ruleset(sandbox, bridge, &uplinks())?;
+    Command::new(nft).args(["-f", "-"]).stdin(rules.into_bytes()).timeout(NFT_TIMEOUT).output().map(drop).map_err(|e| {
+        Error::Refused {
+            sandbox: sandbox.to_owned(),
+            said: e.stderr().map(crate::process::first_lines).unwrap_or_else(|| e.to_string()),
+        }
+    })
+}
+
+/// Remove the sandbox's table; one that is not there is already gone.
+pub fn remove(env: &Environment, sandbox: &str) -> Result<(), Error> {
+    if !rustix::process::geteuid().is_root() {
+        return Ok(());
+    }
+    let Some(nft) = nft(env) else { return Ok(()) };
+    let table = table(sandbox);
+    // `add` first makes the delete succeed whether or not the table was there.
+    let script = format!("add table inet {table}\ndelete table inet {table}\n");
+    Command::new(nft).args(["-f", "-"]).stdin(script.into_bytes()).timeout(NFT_TIMEOUT).output().map(drop).map_err(
+        |e| Error::Refused {
+            sandbox: sandbox.to_owned(),
+            said: e.stderr().map(crate::process::first_lines).unwrap_or_else(|| e.to_string()),
+        },
+    )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn bridge() -> Bridge {
+        Bridge { interface: "br-f9a62fd0e670".into(), gateways: vec!["10.4.1.1".parse().unwrap()] }
+    }
+
+    #[test]
+    fn a_sandbox_table_is_an_nft_identifier() {
+        assert_eq!(table("brig-lab-agent-x.y"), "brig_brig_lab_agent_x_y");
+    }
+
+    #[test]
+    fn the_ruleset_replaces_the_table_and_names_bridge_gateway_and_uplinks() {
+        let rules = ruleset("brig-a", &bridge(), &["eth0".into()]).unwrap();
+        assert!(rules.starts_with("add table inet brig_brig_a\ndelete table inet brig_brig_a\n"), "{rules}");
+        assert!(rules.contains("iifname \"br-f9a62fd0e670\" ip daddr 10.4.1.1 udp dport 53 accept"), "{rules}");
+        assert!(rules.contains("oifname != { \"br-f9a62fd0e670\", \"eth0\" } meta oifkind \"bridge\""), "{rules}");
+        assert!(rules.contains("iifname \"br-f9a62fd0e670\" reject"), "{rules}");
+    }
+
+    #[test]
+    fn an_interface_nft_could_misread_is_refused() {
+        for bad in ["br\" accept", "", "a b", "waytoolonginterfacename"] {
+            let mut b = bridge();
+            b.interface = bad.into();
+            assert!(matches!(ruleset("brig-a", &b, &[]), Err(Error::NoBridge { .. })), "{bad:?}");
+        }
+    }
+
+    #[test]
+    fn uplinks_come_from_default_routes() {
+        // Whatever this host has, every uplink is a plain interface name.
+        assert!(uplinks().iter().all(|u| quoted(u).is_some()));
+    }
+}
