@@ -212,7 +212,43 @@ fn raw_run(rt: Rt, raw: &RawBox) -> Vec<Call> {
     };
     let run = run_args(rt, raw, &raw.net);
     let run = call(rt, &run.iter().map(String::as_str).collect::<Vec<_>>());
-    vec![create, run, call(rt, &["exec", &raw.name, "true"])]
+    vec![create, raw_isolate(rt, raw), run, call(rt, &["exec", &raw.name, "true"])]
+}
+
+/// The host isolation brig gives an isolated sandbox, by hand: ask the
+/// runtime for the network's bridge, then load one nftables table of the
+/// same shape as brig's (docs/networks.md) for it.
+fn raw_isolate(rt: Rt, raw: &RawBox) -> Call {
+    let bridge = match rt {
+        Rt::Nerdctl => format!(
+            "nerdctl network inspect --mode native {} | sed -n 's/.*\"bridge\": \"\\([^\"]*\\)\".*/\\1/p' | head -n 1",
+            raw.net
+        ),
+        Rt::Podman => format!("podman network inspect --format '{{{{.NetworkInterface}}}}' {}", raw.net),
+    };
+    let table = raw_table(raw);
+    let script = format!(
+        "br=$({bridge}) && nft -f - <<EOF\n\
+         add table inet {table}\n\
+         delete table inet {table}\n\
+         table inet {table} {{\n\
+         chain input {{ type filter hook input priority filter - 5; policy accept;\n\
+         iifname \"$br\" ct state established,related accept\n\
+         iifname \"$br\" udp dport 53 accept\n\
+         iifname \"$br\" reject with icmpx admin-prohibited }}\n\
+         chain forward {{ type filter hook forward priority filter - 5; policy accept;\n\
+         iifname \"$br\" oifname != \"$br\" meta oifkind \"bridge\" reject with icmpx admin-prohibited\n\
+         oifname \"$br\" iifname != \"$br\" meta iifkind \"bridge\" ct state new drop }}\n\
+         }}\n\
+         EOF"
+    );
+    Call { argv: vec!["sh".into(), "-c".into(), script], env: Vec::new() }
+}
+
+/// The raw side's table: the bench's name, as brig makes its own.
+fn raw_table(raw: &RawBox) -> String {
+    let body: String = raw.name.chars().map(|c| if c.is_ascii_alphanumeric() { c } else { '_' }).collect();
+    format!("bench_{body}")
 }
 
 /// The least a runtime can do to start the same container: no network of its
@@ -248,7 +284,12 @@ fn raw_stop(rt: Rt, raw: &RawBox) -> Vec<Call> {
 }
 
 fn raw_rm(rt: Rt, raw: &RawBox) -> Vec<Call> {
-    vec![call(rt, &["rm", "-f", &raw.name]), call(rt, &["network", "rm", &raw.net])]
+    let table = raw_table(raw);
+    vec![
+        call(rt, &["rm", "-f", &raw.name]),
+        call(rt, &["network", "rm", &raw.net]),
+        Call { argv: ["nft", "delete", "table", "inet", &table].map(str::to_owned).to_vec(), env: Vec::new() },
+    ]
 }
 
 fn raw_ls(rt: Rt) -> Vec<Call> {
@@ -1178,15 +1219,22 @@ impl Scratch {
         if !networks.is_empty() {
             remove(Command::new(rt).args(["network", "rm"]).args(&networks))?;
         }
+        let tables = || -> Vec<String> {
+            lab::runtime::firewall_tables().into_iter().filter(|t| t.contains(&self.token)).collect()
+        };
+        for table in tables() {
+            let _ = Command::new("nft").args(["delete", "table", "inet", &table]).output();
+        }
         let left: Vec<String> = [
             self.named(&["ps", "-a", "--format", "{{.Names}}"])?,
             self.named(&["network", "ls", "--format", "{{.Name}}"])?,
+            tables(),
         ]
         .concat();
         ensure!(left.is_empty(), "{rt} still holds {} after the bench", left.join(", "));
         std::fs::remove_dir_all(&self.dir).with_context(|| format!("removing {}", self.dir.display()))?;
         eprintln!(
-            "==> {rt}: nothing named with token {} is left (checked with {rt} ps -a and {rt} network ls)",
+            "==> {rt}: nothing named with token {} is left (checked with {rt} ps -a, {rt} network ls and nft list tables)",
             self.token
         );
         Ok(())

@@ -60,8 +60,9 @@ fn remove_all(engine: &mut Engine<'_>, args: &RmArgs, ctx: &Context) -> Result<C
     let runtime = engine.open_runtime_for_listing(None)?;
     let listing = runtime.list()?;
     if listing.is_empty() {
+        let pruned = if args.dry_run { Vec::new() } else { engine.prune(runtime.as_ref())? };
         if !ctx.quiet {
-            print("no brig sandboxes to remove\n")?;
+            print(format!("no brig sandboxes to remove\n{}", pruned_report(&pruned)))?;
         }
         return Ok(Code::Success);
     }
@@ -104,6 +105,7 @@ fn remove_all(engine: &mut Engine<'_>, args: &RmArgs, ctx: &Context) -> Result<C
     for listed in &listing {
         report.push_str(&remove(engine, runtime.as_ref(), listed, false)?);
     }
+    report.push_str(&pruned_report(&engine.prune(runtime.as_ref())?));
     if !ctx.quiet {
         print(report)?;
     }
@@ -113,4 +115,13 @@ fn remove_all(engine: &mut Engine<'_>, args: &RmArgs, ctx: &Context) -> Result<C
 /// Remove one listed sandbox through the engine, under its lock.
 fn remove(engine: &mut Engine<'_>, runtime: &dyn Runtime, listed: &Listed, dry_run: bool) -> Result<String, Error> {
     Ok(engine.remove(runtime, &listed.name, dry_run)?.report(dry_run))
+}
+
+/// One line per sandbox removed behind brig's back whose network and
+/// host-isolation rules `rm --all` took.
+fn pruned_report(pruned: &[String]) -> String {
+    pruned
+        .iter()
+        .map(|s| format!("{s} was removed behind brig's back: removed its network and firewall rules\n"))
+        .collect()
 }

@@ -55,6 +55,42 @@ impl Engine<'_> {
     /// Stop and remove one sandbox and its own network, delete its home if
     /// brig created it, and drop its record (keeping a marker when the home
     /// was emptied, so the next run says it starts from an empty home).
+    /// What sandboxes removed behind brig's back left: the network of its
+    /// own and the host-isolation rules of every sandbox brig knows of (by
+    /// its network or its record) that the runtime no longer lists. Each
+    /// is looked up again under its lock, so a sandbox another process is
+    /// booting at that moment keeps its network and rules. Returns the
+    /// sandboxes cleaned up after.
+    pub fn prune(&mut self, runtime: &dyn Runtime) -> Result<Vec<String>, Error> {
+        let listed: std::collections::BTreeSet<String> = runtime.list()?.into_iter().map(|l| l.name).collect();
+        let mut candidates: std::collections::BTreeSet<String> = runtime
+            .brig_networks()?
+            .into_iter()
+            .filter_map(|n| n.strip_suffix(boot::NETWORK_SUFFIX).map(str::to_owned))
+            .collect();
+        // A record of a sandbox on another runtime is not this runtime's to
+        // judge: that sandbox may be running there, rules and all.
+        let kind = runtime.kind().to_string();
+        let index = Index::load(&self.state_dir)?;
+        candidates.extend(
+            index.iter().filter(|(_, r)| r.runtime.as_deref() == Some(kind.as_str())).map(|(s, _)| s.to_owned()),
+        );
+        let mut pruned = Vec::new();
+        for sandbox in candidates.into_iter().filter(|s| !listed.contains(s)) {
+            if crate::session::home::check_sandbox_name(&sandbox).is_err() {
+                continue;
+            }
+            let _lock = SandboxLock::take(&self.state_dir, &sandbox)?;
+            if runtime.lookup(&sandbox)?.is_some() {
+                continue;
+            }
+            runtime.remove_network(&boot::network_name(&sandbox))?;
+            crate::firewall::remove(self.env, &sandbox)?;
+            pruned.push(sandbox);
+        }
+        Ok(pruned)
+    }
+
     pub fn remove(&mut self, runtime: &dyn Runtime, sandbox: &str, dry_run: bool) -> Result<Removed, Error> {
         let mut lock = SandboxLock::take(&self.state_dir, sandbox)?;
         let state_dir = self.state_dir.clone();

@@ -232,6 +232,10 @@ pub trait Runtime: std::fmt::Debug + Send + Sync {
     fn isolates_networks(&self) -> bool {
         true
     }
+    /// The names of the runtime's networks that start with `brig-`.
+    fn brig_networks(&self) -> Result<Vec<String>, Error> {
+        Ok(Vec::new())
+    }
     /// The host bridge of a network brig made, for the host-isolation
     /// rules; `None` when the runtime has no such bridge to name.
     fn network_bridge(&self, _name: &str) -> Result<Option<crate::firewall::Bridge>, Error> {

@@ -435,6 +435,11 @@ impl Runtime for OciCli {
         }
     }
 
+    fn brig_networks(&self) -> Result<Vec<String>, Error> {
+        let stdout = self.query(self.cmd().args(["network", "ls", "--format", "{{.Name}}"]).timeout(QUERY_TIMEOUT))?;
+        Ok(stdout.lines().map(str::trim).filter(|n| n.starts_with("brig-")).map(str::to_owned).collect())
+    }
+
     fn network_bridge(&self, name: &str) -> Result<Option<crate::firewall::Bridge>, Error> {
         let cmd = match self.kind {
             Kind::Nerdctl => self.cmd().args(["network", "inspect", "--mode", "native", "--", name]),
