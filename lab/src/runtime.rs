@@ -187,7 +187,9 @@ fn detect_capability(need: Need) -> Option<String> {
     }
 }
 
-/// brig's host-isolation tables (`inet brig_*`), when nft can list them.
+/// The host's `inet` nftables tables, where brig keeps its host-isolation
+/// rules (`brig_<sandbox>`), when nft can list them; callers keep the ones
+/// named with their token.
 pub fn firewall_tables() -> Vec<String> {
     let Ok(out) = std::process::Command::new("nft").args(["list", "tables", "inet"]).output() else {
         return Vec::new();
@@ -195,7 +197,6 @@ pub fn firewall_tables() -> Vec<String> {
     String::from_utf8_lossy(&out.stdout)
         .lines()
         .filter_map(|line| line.strip_prefix("table inet "))
-        .filter(|name| name.starts_with("brig_"))
         .map(str::to_owned)
         .collect()
 }
