@@ -63,8 +63,11 @@ macro_rules! enumerated {
 
         impl Enumerated for $name {
             const VALID: &'static str = $valid;
+            // Trimmed and in any case, as booleans are (spec 05 §1.1):
+            // `STRICT` is as clear as `strict`; a word outside the set
+            // still refuses.
             fn parse(text: &str) -> Option<Self> {
-                match text {
+                match text.trim().to_ascii_lowercase().as_str() {
                     $($canon $(| $alias)* => Some($name::$variant),)+
                     _ => None,
                 }
@@ -267,7 +270,7 @@ mod tests {
 
     #[rstest]
     #[case("BRIG_VERIFY", "maybe", "warn, require (strict), off (none, 0)")]
-    #[case("BRIG_A_VERIFY", "WARN", "warn, require (strict), off (none, 0)")]
+    #[case("BRIG_A_VERIFY", "warning", "warn, require (strict), off (none, 0)")]
     fn unknown_verify_value_is_refused_by_name(#[case] var: &str, #[case] value: &str, #[case] valid: &'static str) {
         let env = env(&[(var, value)]);
         let err = Settings::new(&env, "a").resolve(None, "VERIFY", None, None, Verify::Warn).unwrap_err();
@@ -281,6 +284,8 @@ mod tests {
     #[case("none", Verify::Off)]
     #[case("0", Verify::Off)]
     #[case("require", Verify::Require)]
+    #[case(" STRICT ", Verify::Require)]
+    #[case("Warn", Verify::Warn)]
     fn verify_aliases(#[case] text: &str, #[case] want: Verify) {
         assert_eq!(Verify::parse(text), Some(want));
     }

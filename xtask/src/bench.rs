@@ -235,10 +235,10 @@ fn raw_isolate(rt: Rt, raw: &RawBox) -> Call {
          chain input {{ type filter hook input priority filter - 5; policy accept;\n\
          iifname \"$br\" ct state established,related accept\n\
          iifname \"$br\" udp dport 53 accept\n\
-         iifname \"$br\" reject with icmpx admin-prohibited }}\n\
+         iifname \"$br\" reject with icmpx admin-prohibited\n}}\n\
          chain forward {{ type filter hook forward priority filter - 5; policy accept;\n\
          iifname \"$br\" oifname != \"$br\" meta oifkind \"bridge\" reject with icmpx admin-prohibited\n\
-         oifname \"$br\" iifname != \"$br\" meta iifkind \"bridge\" ct state new drop }}\n\
+         oifname \"$br\" iifname != \"$br\" meta iifkind \"bridge\" ct state new drop\n}}\n\
          }}\n\
          EOF"
     );
@@ -1398,13 +1398,13 @@ fn render_section(w: &mut String, s: &Section) {
     let _ = writeln!(w, "|---|--:|--:|--:|--:|--:|");
     let each = format!("{CONCURRENT} `ensure` at once, each request");
     let rows: Vec<(String, &[f64], &[f64])> = vec![
-        ("`run -d`: brig / raw network + run + exec `true`", lane(Lane::RunBrig), lane(Lane::RunRaw)),
+        ("`run -d`: brig / raw network + firewall + run + exec `true`", lane(Lane::RunBrig), lane(Lane::RunRaw)),
         ("`run -d`: brig / raw bare `run -d --network none`", lane(Lane::RunBrig), lane(Lane::RunBare)),
         ("`sh <ref> true`: brig / raw `exec <name> true`", lane(Lane::ShBrig), lane(Lane::ShExec)),
         ("`sh <ref> true`: brig / raw same calls as brig", lane(Lane::ShBrig), lane(Lane::ShSame)),
         ("raw `exec … bash -lc` (brig's exec alone) / raw `exec true`", lane(Lane::ShLogin), lane(Lane::ShExec)),
         ("`stop`: brig / raw `stop`", lane(Lane::StopBrig), lane(Lane::StopRaw)),
-        ("`rm`: brig / raw `rm -f` + `network rm`", lane(Lane::RmBrig), lane(Lane::RmRaw)),
+        ("`rm`: brig / raw `rm -f` + `network rm` + `nft delete table`", lane(Lane::RmBrig), lane(Lane::RmRaw)),
         ("`stop` + `rm`: brig / raw", &stop_rm_brig, &stop_rm_raw),
         ("`ls`, 1 sandbox: brig / raw `ps -a`", lane(Lane::LsBrigOne), lane(Lane::LsRawOne)),
         ("`ls`, 25 sandboxes: brig / raw `ps -a`", lane(Lane::LsBrigMany), lane(Lane::LsRawMany)),
@@ -1459,7 +1459,7 @@ fn render_section(w: &mut String, s: &Section) {
     let _ = writeln!(w, "\n| target | measured alone | among {LS_MANY} others | result |\n|---|---|---|---|");
     let targets: [(String, f64, f64, f64); 3] = [
         (
-            format!("`run -d` ≤ {RUN_TARGET}× raw network + run + exec `true`"),
+            format!("`run -d` ≤ {RUN_TARGET}× raw network + firewall + run + exec `true`"),
             RUN_TARGET,
             ratio(lane(Lane::RunBrig), lane(Lane::RunRaw)),
             ratio(crowded(Lane::RunBrig), crowded(Lane::RunRaw)),
@@ -1471,7 +1471,7 @@ fn render_section(w: &mut String, s: &Section) {
             ratio(crowded(Lane::ShBrig), crowded(Lane::ShExec)),
         ),
         (
-            format!("`stop` + `rm` ≤ {STOP_RM_TARGET}× raw `stop` + `rm -f` + `network rm`"),
+            format!("`stop` + `rm` ≤ {STOP_RM_TARGET}× raw `stop` + `rm -f` + `network rm` + `nft delete table`"),
             STOP_RM_TARGET,
             ratio(&stop_rm_brig, &stop_rm_raw),
             ratio(&crowded_stop_rm_brig, &crowded_stop_rm_raw),
