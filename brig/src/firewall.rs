@@ -121,15 +121,17 @@ fn nft(env: &Environment) -> Option<PathBuf> {
     })
 }
 
+/// The `nft` brig would write rules with, or why it cannot.
+pub fn capable(env: &Environment) -> Result<PathBuf, String> {
+    if !rustix::process::geteuid().is_root() {
+        return Err("the host's firewall takes rules from root only, and brig runs as another user".into());
+    }
+    nft(env).ok_or_else(|| "there is no `nft` on PATH or in /usr/sbin".into())
+}
+
 /// Write the sandbox's table, replacing any before it.
 pub fn apply(env: &Environment, sandbox: &str, bridge: &Bridge) -> Result<(), Error> {
-    let unenforceable = |why: String| Error::Unenforceable { sandbox: sandbox.to_owned(), why };
-    if !rustix::process::geteuid().is_root() {
-        return Err(unenforceable(
-            "the host's firewall takes rules from root only, and brig runs as another user".into(),
-        ));
-    }
-    let nft = nft(env).ok_or_else(|| unenforceable("there is no `nft` on PATH or in /usr/sbin".into()))?;
+    let nft = capable(env).map_err(|why| Error::Unenforceable { sandbox: sandbox.to_owned(), why })?;
     let rules = ruleset(sandbox, bridge, &uplinks())?;
     Command::new(nft).args(["-f", "-"]).stdin(rules.into_bytes()).timeout(NFT_TIMEOUT).output().map(drop).map_err(|e| {
         Error::Refused {

@@ -134,6 +134,7 @@ pub fn run(args: DoctorArgs, ctx: &Context) -> Result<Code, Error> {
     checks.push(runtime_check);
     checks.push(shim_check);
     checks.push(trust(env));
+    checks.push(host_isolation(env));
     checks.push(profile_dir(env, &registry));
     checks.push(secret_store());
     checks.push(brigd(env));
@@ -407,6 +408,23 @@ fn shim(env: &Environment, adapter: &dyn Runtime) -> Check {
     }
 }
 
+/// Whether brig can keep an isolated sandbox from the host here: root, and
+/// nftables to write the rules with.
+fn host_isolation(env: &Environment) -> Check {
+    match crate::firewall::capable(env) {
+        Ok(nft) => Check::new(
+            "network",
+            Mark::Ok,
+            format!("isolated sandboxes are kept from the host and from each other with nftables ({})", nft.display()),
+        ),
+        Err(why) => Check::problem(
+            "network",
+            format!("an isolated sandbox (the default) is refused here: {why}"),
+            "run brig as root with nftables installed, or use --network shared or --offline",
+        ),
+    }
+}
+
 /// How images will be verified: the mode, whose policy, and what it trusts.
 /// A bad setting is a problem here but not an exit status: runs refuse it
 /// with exit 2 themselves.
@@ -435,7 +453,7 @@ fn trust(env: &Environment) -> Check {
         "trust",
         Mark::Ok,
         format!(
-            "{mode}, policy {}: images under {} must be signed by {signer}{} ({}), checked natively against {root} ({} authorities, {} logs)",
+            "{mode}, policy {}: images under {} must be signed by {signer}{} ({}), checked natively against {root} ({} authority certificates, {} transparency logs)",
             policy.name(),
             policy.registry,
             policy.identity,
