@@ -323,6 +323,41 @@ pub fn parse_bridge(stdout: &str) -> Option<crate::firewall::Bridge> {
     Some(crate::firewall::Bridge { interface, gateways })
 }
 
+/// Where CNI's host-local IPAM keeps each network's allocations.
+const CNI_IPAM_DIR: &str = "/var/lib/cni/networks";
+
+/// nerdctl's `network rm` leaves the host-local IPAM directory of the
+/// network behind (its lock and last-reserved-address files), one more per
+/// isolated sandbox ever made. Once the network is gone and the directory
+/// holds nothing else (no address still reserved), it goes too. Nothing is
+/// followed: the directory and its entries are looked at without
+/// dereferencing links, and anything unexpected leaves it in place.
+fn release_ipam_dir(root: &Path, network: &str) {
+    if network.contains('/') || network.starts_with('.') {
+        return;
+    }
+    let dir = root.join(network);
+    let Ok(meta) = std::fs::symlink_metadata(&dir) else { return };
+    if !meta.is_dir() {
+        return;
+    }
+    let Ok(entries) = std::fs::read_dir(&dir) else { return };
+    let mut files = Vec::new();
+    for entry in entries {
+        let Ok(entry) = entry else { return };
+        let name = entry.file_name().to_string_lossy().into_owned();
+        let plain = entry.file_type().is_ok_and(|t| t.is_file());
+        if !plain || !(name == "lock" || name.starts_with("last_reserved_ip")) {
+            return;
+        }
+        files.push(entry.path());
+    }
+    for file in files {
+        let _ = std::fs::remove_file(file);
+    }
+    let _ = std::fs::remove_dir(&dir);
+}
+
 /// The digests in `image inspect`'s `RepoDigests` (`repo@sha256:…`, one
 /// line per image inspected); `None` when there are none.
 pub fn parse_repo_digests(stdout: &str) -> Option<Vec<String>> {
@@ -628,11 +663,19 @@ impl Runtime for OciCli {
         let mut attempt = 0;
         loop {
             let err = match cmd.output() {
-                Ok(_) => return Ok(()),
+                Ok(_) => {
+                    if self.kind == Kind::Nerdctl {
+                        release_ipam_dir(Path::new(CNI_IPAM_DIR), name);
+                    }
+                    return Ok(());
+                }
                 Err(err) => err,
             };
             let said = err.stderr().map(runtime_words).unwrap_or_default();
             if said.contains("no such network") || said.contains("network not found") {
+                if self.kind == Kind::Nerdctl {
+                    release_ipam_dir(Path::new(CNI_IPAM_DIR), name);
+                }
                 return Ok(());
             }
             attempt += 1;
@@ -731,6 +774,30 @@ mod tests {
     #[case("", State::Unknown)]
     fn listed_states(#[case] word: &str, #[case] want: State) {
         assert_eq!(state_of(word), want);
+    }
+
+    #[test]
+    fn an_ipam_dir_goes_only_when_it_reserves_nothing() {
+        let root = tempfile::tempdir().unwrap();
+        let empty = root.path().join("brig-a-net");
+        std::fs::create_dir(&empty).unwrap();
+        std::fs::write(empty.join("lock"), "").unwrap();
+        std::fs::write(empty.join("last_reserved_ip.0"), "10.4.1.2").unwrap();
+        release_ipam_dir(root.path(), "brig-a-net");
+        assert!(!empty.exists());
+        let held = root.path().join("brig-b-net");
+        std::fs::create_dir(&held).unwrap();
+        std::fs::write(held.join("lock"), "").unwrap();
+        std::fs::write(held.join("10.4.2.2"), "container-id").unwrap();
+        release_ipam_dir(root.path(), "brig-b-net");
+        assert!(held.join("10.4.2.2").exists(), "an address still reserved keeps the directory");
+        let target = root.path().join("elsewhere");
+        std::fs::create_dir(&target).unwrap();
+        std::os::unix::fs::symlink(&target, root.path().join("brig-c-net")).unwrap();
+        release_ipam_dir(root.path(), "brig-c-net");
+        assert!(target.exists() && root.path().join("brig-c-net").exists(), "a link is not followed");
+        release_ipam_dir(root.path(), "../elsewhere");
+        assert!(target.exists());
     }
 
     #[test]
