@@ -44,11 +44,15 @@ pub enum Error {
     NoBridge { sandbox: String, why: String },
 }
 
-/// The table of one sandbox: its name with everything but letters and
-/// digits made `_`, which nft takes as an identifier.
+/// The table of one sandbox: `brig_` and its name as it is. nft takes
+/// letters, digits, `.`, `-` and `_` in a table's name, which is all a
+/// sandbox name may hold, so two sandboxes never share a table (a name
+/// with anything else, which brig never makes, has it replaced by `_`).
 pub fn table(sandbox: &str) -> String {
-    let body: String =
-        sandbox.chars().map(|c| if c.is_ascii_alphanumeric() { c.to_ascii_lowercase() } else { '_' }).collect();
+    let body: String = sandbox
+        .chars()
+        .map(|c| if c.is_ascii_alphanumeric() || matches!(c, '.' | '-' | '_') { c } else { '_' })
+        .collect();
     format!("brig_{body}")
 }
 
@@ -132,24 +136,19 @@ pub fn capable(env: &Environment) -> Result<PathBuf, String> {
 /// Write the sandbox's table, replacing any before it.
 pub fn apply(env: &Environment, sandbox: &str, bridge: &Bridge) -> Result<(), Error> {
     let nft = capable(env).map_err(|why| Error::Unenforceable { sandbox: sandbox.to_owned(), why })?;
-    let rules = ruleset(sandbox, bridge, &uplinks())?;
-    Command::new(nft).args(["-f", "-"]).stdin(rules.into_bytes()).timeout(NFT_TIMEOUT).output().map(drop).map_err(|e| {
-        Error::Refused {
-            sandbox: sandbox.to_owned(),
-            said: e.stderr().map(crate::process::first_lines).unwrap_or_else(|| e.to_string()),
-        }
-    })
+    load(&nft, sandbox, ruleset(sandbox, bridge, &uplinks())?)
 }
 
 /// Remove the sandbox's table; one that is not there is already gone.
 pub fn remove(env: &Environment, sandbox: &str) -> Result<(), Error> {
-    if !rustix::process::geteuid().is_root() {
-        return Ok(());
-    }
-    let Some(nft) = nft(env) else { return Ok(()) };
+    let Ok(nft) = capable(env) else { return Ok(()) };
     let table = table(sandbox);
     // `add` first makes the delete succeed whether or not the table was there.
-    let script = format!("add table inet {table}\ndelete table inet {table}\n");
+    load(&nft, sandbox, format!("add table inet {table}\ndelete table inet {table}\n"))
+}
+
+/// One `nft -f -` transaction: all of it or none.
+fn load(nft: &std::path::Path, sandbox: &str, script: String) -> Result<(), Error> {
     Command::new(nft).args(["-f", "-"]).stdin(script.into_bytes()).timeout(NFT_TIMEOUT).output().map(drop).map_err(
         |e| Error::Refused {
             sandbox: sandbox.to_owned(),
@@ -167,14 +166,17 @@ mod tests {
     }
 
     #[test]
-    fn a_sandbox_table_is_an_nft_identifier() {
-        assert_eq!(table("brig-lab-agent-x.y"), "brig_brig_lab_agent_x_y");
+    fn every_sandbox_has_a_table_of_its_own() {
+        assert_eq!(table("brig-lab-agent-x.y"), "brig_brig-lab-agent-x.y");
+        let names = ["brig-a-b", "brig-a.b", "brig-a_b", "brig-A-b"];
+        let tables: std::collections::BTreeSet<String> = names.iter().map(|n| table(n)).collect();
+        assert_eq!(tables.len(), names.len());
     }
 
     #[test]
     fn the_ruleset_replaces_the_table_and_names_bridge_gateway_and_uplinks() {
         let rules = ruleset("brig-a", &bridge(), &["eth0".into()]).unwrap();
-        assert!(rules.starts_with("add table inet brig_brig_a\ndelete table inet brig_brig_a\n"), "{rules}");
+        assert!(rules.starts_with("add table inet brig_brig-a\ndelete table inet brig_brig-a\n"), "{rules}");
         assert!(rules.contains("iifname \"br-f9a62fd0e670\" ip daddr 10.4.1.1 udp dport 53 accept"), "{rules}");
         assert!(rules.contains("oifname != { \"br-f9a62fd0e670\", \"eth0\" } meta oifkind \"bridge\""), "{rules}");
         assert!(rules.contains("iifname \"br-f9a62fd0e670\" reject"), "{rules}");
