@@ -193,6 +193,7 @@ fn render(data: &PlanData) -> String {
             })),
         ),
         ("image", or_dash(data.image.clone())),
+        ("verify", or_dash(data.verify.as_ref().map(|v| v.to_string()))),
         ("digest", data.digest.clone().unwrap_or_else(|| "learnt when the image verifies, at boot".to_owned())),
         ("network", or_dash(data.network.map(crate::cli::network_line))),
     ];

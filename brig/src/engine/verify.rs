@@ -123,7 +123,11 @@ impl Engine<'_> {
             return Err(refused(
                 image,
                 "its verification needs a yes and this is not a terminal: nobody to ask",
-                format!("{remedy}; BRIG_VERIFY=off boots it unchecked"),
+                if remedy.contains("BRIG_VERIFY=off") {
+                    remedy.to_owned()
+                } else {
+                    format!("{remedy}; BRIG_VERIFY=off boots it unchecked")
+                },
             ));
         }
         if self.prompts.confirm(question) { Ok(()) } else { Err(refused(image, "the answer was no", remedy)) }
