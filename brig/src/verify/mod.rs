@@ -119,10 +119,20 @@ impl Policy {
     }
 }
 
-/// A key or trust root file: small, read once.
+/// A key or trust root file: small, read once. Opened without blocking
+/// and read only when it is a regular file, so a FIFO or a device named
+/// here is refused rather than waited on.
 fn read_small(path: &std::path::Path) -> Result<Vec<u8>, String> {
     use std::io::Read as _;
-    let file = std::fs::File::open(path).map_err(|e| e.to_string())?;
+    use std::os::unix::fs::OpenOptionsExt as _;
+    let file = std::fs::OpenOptions::new()
+        .read(true)
+        .custom_flags(rustix::fs::OFlags::NONBLOCK.bits() as i32)
+        .open(path)
+        .map_err(|e| e.to_string())?;
+    if !file.metadata().map_err(|e| e.to_string())?.is_file() {
+        return Err("it is not a regular file".to_owned());
+    }
     let mut bytes = Vec::new();
     file.take(4 << 20).read_to_end(&mut bytes).map_err(|e| e.to_string())?;
     Ok(bytes)
@@ -309,11 +319,23 @@ mod tests {
         }
     }
 
+    #[test]
+    fn a_fifo_named_as_the_key_is_refused_without_waiting() {
+        let dir = tempfile::tempdir().unwrap();
+        let fifo = dir.path().join("cosign.pub");
+        assert!(std::process::Command::new("mkfifo").arg(&fifo).status().unwrap().success());
+        let env = Environment::from_pairs([("BRIG_VERIFY_KEY", fifo.to_str().unwrap())]);
+        let err = Policy::from_env(&env).unwrap_err().to_string();
+        assert!(err.contains("not a regular file"), "{err}");
+    }
+
     #[rstest]
     #[case("BRIG_VERIFY_IDENTITY", "(", "not a regular expression")]
     #[case("BRIG_VERIFY_KEY", "/nonexistent/cosign.pub", "cosign public key")]
     #[case("BRIG_VERIFY_TRUST_ROOT", "/nonexistent/root.json", "trusted_root.json")]
     #[case("BRIG_VERIFY_ISSUER", " ", "set but empty")]
+    #[case("BRIG_VERIFY_KEY", "/dev/zero", "not a regular file")]
+    #[case("BRIG_VERIFY_TRUST_ROOT", "/", "not a regular file")]
     fn bad_settings_are_refused_by_name(#[case] variable: &str, #[case] value: &str, #[case] says: &str) {
         let err = Policy::from_env(&Environment::from_pairs([(variable, value)])).unwrap_err().to_string();
         assert!(err.contains(variable) && err.contains(says), "{err}");
