@@ -37,6 +37,9 @@ pub enum Error {
     /// An isolated sandbox's host isolation that cannot be put in place.
     #[error(transparent)]
     Firewall(#[from] crate::firewall::Error),
+    /// An egress policy that is unusable, unknown, or cannot be enforced.
+    #[error(transparent)]
+    Policy(#[from] crate::policy::Error),
     /// A verification setting that cannot be used.
     #[error(transparent)]
     Verify(#[from] crate::verify::Error),

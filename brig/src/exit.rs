@@ -71,6 +71,18 @@ pub fn exit_code(err: &Error) -> Code {
         // Decision 4: a posture this run cannot enforce is refused, never
         // quietly weakened.
         Error::Firewall(_) => Code::Unenforceable,
+        Error::Policy(e) => policy_code(e),
+    }
+}
+
+fn policy_code(err: &crate::policy::Error) -> Code {
+    use crate::policy::Error as E;
+    match err {
+        E::Invalid { .. } | E::Exists { .. } | E::Refused { .. } => Code::Usage,
+        E::Unknown { .. } => Code::NotFound,
+        // Like `agent rm` of a profile in use: nothing was done.
+        E::Bound { .. } | E::Unreadable { .. } => Code::Failure,
+        E::Unenforceable { .. } => Code::Unenforceable,
     }
 }
 
@@ -141,6 +153,7 @@ fn engine_code(err: &crate::engine::Error) -> Code {
         | E::SecretInPlumbing { .. }
         | E::BadForwardName { .. } => Code::Usage,
         E::GuiNotHere { .. }
+        | E::UnknownPosture { .. }
         | E::HandsOverHost { .. }
         | E::Unpublished { .. }
         | E::OnOtherRuntime { .. }

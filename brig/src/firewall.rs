@@ -85,8 +85,57 @@ fn quoted(name: &str) -> Option<String> {
     ok.then(|| format!("\"{name}\""))
 }
 
+/// The nameservers the host resolves with, but for its loopback ones: the
+/// addresses a guest that copies the host's resolv.conf asks, let through
+/// on port 53 under a policy whose default is deny.
+pub fn host_nameservers() -> Vec<IpAddr> {
+    let text = std::fs::read_to_string("/etc/resolv.conf").unwrap_or_default();
+    text.lines()
+        .filter_map(|line| line.trim().strip_prefix("nameserver"))
+        .filter_map(|rest| rest.trim().parse::<IpAddr>().ok())
+        .filter(|ip| !ip.is_loopback())
+        .collect()
+}
+
+/// An egress policy's rules, for the forward chain: what the sandbox opens
+/// beyond the host. Replies pass; DNS to the host's resolvers passes; then
+/// deny, then allow, then the default. A refused TCP connection gets a
+/// reset, anything else an ICMP refusal, so a client fails at once rather
+/// than timing out.
+fn egress_rules(iface: &str, egress: &crate::policy::Resolved, nameservers: &[IpAddr]) -> String {
+    let family = |ip: &IpAddr| if ip.is_ipv4() { "ip" } else { "ip6" };
+    let refuse = |matcher: &str| {
+        format!(
+            "    iifname {iface} {matcher}meta l4proto tcp reject with tcp reset\n    iifname {iface} {matcher}reject with icmpx admin-prohibited\n"
+        )
+    };
+    let mut out = format!("    iifname {iface} ct state established,related accept\n");
+    if egress.default == crate::policy::Default::Deny {
+        for ns in nameservers {
+            for proto in ["udp", "tcp"] {
+                out.push_str(&format!("    iifname {iface} {} daddr {ns} {proto} dport 53 accept\n", family(ns)));
+            }
+        }
+    }
+    for net in &egress.deny {
+        out.push_str(&refuse(&format!("{} daddr {net} ", family(&net.addr))));
+    }
+    for net in &egress.allow {
+        out.push_str(&format!("    iifname {iface} {} daddr {net} accept\n", family(&net.addr)));
+    }
+    if egress.default == crate::policy::Default::Deny {
+        out.push_str(&refuse(""));
+    }
+    out
+}
+
 /// The whole transaction: (re)create the sandbox's table with its rules.
-pub fn ruleset(sandbox: &str, bridge: &Bridge, uplinks: &[String]) -> Result<String, Error> {
+pub fn ruleset(
+    sandbox: &str,
+    bridge: &Bridge,
+    uplinks: &[String],
+    egress: Option<&crate::policy::Resolved>,
+) -> Result<String, Error> {
     let no_bridge = |why: &str| Error::NoBridge { sandbox: sandbox.to_owned(), why: why.to_owned() };
     let iface = quoted(&bridge.interface).ok_or_else(|| no_bridge("its interface name is not one nft can match"))?;
     let mut others = vec![iface.clone()];
@@ -114,8 +163,10 @@ pub fn ruleset(sandbox: &str, bridge: &Bridge, uplinks: &[String]) -> Result<Str
          \x20   type filter hook forward priority filter - 5; policy accept;\n\
          \x20   iifname {iface} oifname != {{ {others} }} meta oifkind \"bridge\" reject with icmpx admin-prohibited\n\
          \x20   oifname {iface} iifname != {{ {others} }} meta iifkind \"bridge\" ct state new drop\n\
+         {egress}\
          \x20 }}\n\
-         }}\n"
+         }}\n",
+        egress = egress.map(|e| egress_rules(&iface, e, &host_nameservers())).unwrap_or_default(),
     ))
 }
 
@@ -133,10 +184,16 @@ pub fn capable(env: &Environment) -> Result<PathBuf, String> {
     nft(env).ok_or_else(|| "there is no `nft` on PATH or in /usr/sbin".into())
 }
 
-/// Write the sandbox's table, replacing any before it.
-pub fn apply(env: &Environment, sandbox: &str, bridge: &Bridge) -> Result<(), Error> {
+/// Write the sandbox's table, replacing any before it, with the egress
+/// policy's rules when it has one.
+pub fn apply(
+    env: &Environment,
+    sandbox: &str,
+    bridge: &Bridge,
+    egress: Option<&crate::policy::Resolved>,
+) -> Result<(), Error> {
     let nft = capable(env).map_err(|why| Error::Unenforceable { sandbox: sandbox.to_owned(), why })?;
-    load(&nft, sandbox, ruleset(sandbox, bridge, &uplinks())?)
+    load(&nft, sandbox, ruleset(sandbox, bridge, &uplinks(), egress)?)
 }
 
 /// Remove the sandbox's table; one that is not there is already gone.
@@ -175,7 +232,7 @@ mod tests {
 
     #[test]
     fn the_ruleset_replaces_the_table_and_names_bridge_gateway_and_uplinks() {
-        let rules = ruleset("brig-a", &bridge(), &["eth0".into()]).unwrap();
+        let rules = ruleset("brig-a", &bridge(), &["eth0".into()], None).unwrap();
         assert!(rules.starts_with("add table inet brig_brig-a\ndelete table inet brig_brig-a\n"), "{rules}");
         assert!(rules.contains("iifname \"br-f9a62fd0e670\" ip daddr 10.4.1.1 udp dport 53 accept"), "{rules}");
         assert!(rules.contains("oifname != { \"br-f9a62fd0e670\", \"eth0\" } meta oifkind \"bridge\""), "{rules}");
@@ -187,8 +244,31 @@ mod tests {
         for bad in ["br\" accept", "", "a b", "waytoolonginterfacename"] {
             let mut b = bridge();
             b.interface = bad.into();
-            assert!(matches!(ruleset("brig-a", &b, &[]), Err(Error::NoBridge { .. })), "{bad:?}");
+            assert!(matches!(ruleset("brig-a", &b, &[], None), Err(Error::NoBridge { .. })), "{bad:?}");
         }
+    }
+
+    #[test]
+    fn an_egress_policy_denies_then_allows_then_defaults_after_replies_and_dns() {
+        use crate::policy::{Default, Net, Resolved};
+        let egress = Resolved {
+            default: Default::Deny,
+            allow: vec![Net::parse("198.51.100.0/24").unwrap()],
+            deny: vec![Net::parse("198.51.100.3").unwrap(), Net::parse("2001:db8::/32").unwrap()],
+            unresolved: Vec::new(),
+        };
+        let rules = egress_rules("\"br0\"", &egress, &["192.0.2.53".parse().unwrap()]);
+        let at = |needle: &str| rules.find(needle).unwrap_or_else(|| panic!("{needle} missing from {rules}"));
+        let replies = at("ct state established,related accept");
+        let dns = at("ip daddr 192.0.2.53 udp dport 53 accept");
+        let deny = at("ip daddr 198.51.100.3/32 meta l4proto tcp reject with tcp reset");
+        let deny6 = at("ip6 daddr 2001:db8::/32 reject with icmpx");
+        let allow = at("ip daddr 198.51.100.0/24 accept");
+        let default = at("iifname \"br0\" meta l4proto tcp reject with tcp reset");
+        assert!(replies < dns && dns < deny && deny < deny6 && deny6 < allow && allow < default, "{rules}");
+        let open = Resolved { default: Default::Allow, ..egress };
+        let rules = egress_rules("\"br0\"", &open, &["192.0.2.53".parse().unwrap()]);
+        assert!(!rules.contains("dport 53") && !rules.contains("iifname \"br0\" reject"), "{rules}");
     }
 
     #[test]

@@ -15,6 +15,7 @@ pub mod firewall;
 pub mod json;
 #[cfg(target_os = "linux")]
 pub mod kvm;
+pub mod policy;
 pub mod process;
 pub mod profile;
 pub mod proto;

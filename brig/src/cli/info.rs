@@ -110,6 +110,7 @@ fn render(data: &PlanData, source: Option<&HomeSource>, ctx: &Context) -> String
         ("image", dash(data.image.clone())),
         ("verify", dash(data.verify.as_ref().map(|v| v.to_string()))),
         ("network", dash(data.network.map(crate::cli::network_line))),
+        ("egress", crate::cli::egress_line(data.egress.as_ref())),
         ("credentials", credentials),
     ];
     if let Some(refused) = &data.refused {

@@ -9,6 +9,7 @@ mod info;
 mod logs;
 mod ls;
 pub(crate) mod plan;
+mod policy;
 mod rm;
 mod run;
 mod secret;
@@ -62,6 +63,9 @@ pub enum Verb {
     /// Manage agent profiles.
     #[command(subcommand)]
     Agent(agent::AgentCommand),
+    /// Manage egress policies: where an isolated sandbox may connect.
+    #[command(subcommand)]
+    Policy(policy::PolicyCommand),
     /// Manage the secrets a run hands to guests by name.
     #[command(subcommand)]
     Secret(secret::SecretCommand),
@@ -106,6 +110,7 @@ pub fn main(args: impl IntoIterator<Item = OsString>) -> Outcome {
         Verb::Info(args) => info::run(args, &ctx).map(Outcome::from),
         Verb::Plan(args) => plan::run(args, &ctx).map(Outcome::from),
         Verb::Agent(command) => agent::run(command, &ctx.env, ctx.json).map(Outcome::from),
+        Verb::Policy(command) => policy::run(command, &ctx).map(Outcome::from),
         Verb::Secret(command) => secret::run(command, &ctx).map(Outcome::from),
         Verb::Doctor(args) => doctor::run(args, &ctx).map(Outcome::from),
         Verb::Version(args) => version::run(args, &ctx).map(Outcome::from),
@@ -131,6 +136,26 @@ pub(crate) fn network_line(network: crate::settings::Network) -> String {
         Network::Offline => "no network at all",
     };
     format!("{network} ({promise})")
+}
+
+/// The egress policy of a run, for the `egress` row of `info`, `plan` and
+/// `policy check`.
+pub(crate) fn egress_line(egress: Option<&crate::policy::Joined>) -> String {
+    let Some(e) = egress else { return "no policy (the posture's own reach)".to_owned() };
+    let list = |targets: &[crate::policy::Target]| {
+        if targets.is_empty() {
+            "nothing".to_owned()
+        } else {
+            targets.iter().map(|t| crate::warn::escaped(&t.to_string())).collect::<Vec<_>>().join(", ")
+        }
+    };
+    format!(
+        "policy {}: deny {}; allow {}; anything else {}",
+        e.names.join(", "),
+        list(&e.deny),
+        list(&e.allow),
+        if e.default == crate::policy::Default::Deny { "refused" } else { "allowed" }
+    )
 }
 
 /// Ask on the terminal; anything but y/yes is no.

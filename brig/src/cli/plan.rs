@@ -72,6 +72,8 @@ pub struct PlanData {
     pub digest: Option<String>,
     pub verify: Option<VerifyData>,
     pub network: Option<Network>,
+    /// The egress policies bound to the run, joined; `null` for none.
+    pub egress: Option<crate::policy::Joined>,
     pub mounts: Vec<PlannedMount>,
     /// What a container on the host's kernel is held to; `null` for a microVM.
     pub hardening: Option<Hardening>,
@@ -127,6 +129,7 @@ impl PlanData {
                 policy: if r.verify == Verify::Off { "off" } else { r.policy.name() },
             }),
             network: plan.resolved.as_ref().map(|r| r.network),
+            egress: plan.resolved.as_ref().and_then(|r| r.egress.clone()),
             mounts: plan.mounts.clone(),
             hardening: match (plan.isolation, &plan.runtime) {
                 (Some(Isolation::Container), Some(runtime)) => Some(Hardening::container(state_dir, runtime.kind())),
@@ -196,6 +199,7 @@ fn render(data: &PlanData) -> String {
         ("verify", or_dash(data.verify.as_ref().map(|v| v.to_string()))),
         ("digest", data.digest.clone().unwrap_or_else(|| "learnt when the image verifies, at boot".to_owned())),
         ("network", or_dash(data.network.map(crate::cli::network_line))),
+        ("egress", crate::cli::egress_line(data.egress.as_ref())),
     ];
     for mount in &data.mounts {
         let host = mount.host.as_ref().map_or_else(|| "memory".to_owned(), |h| escaped(&h.display().to_string()));

@@ -102,6 +102,10 @@ impl Engine<'_> {
             entry.recreating = false;
             entry.runtime = Some(plan.runtime.kind().to_string());
             entry.isolation = Some(plan.isolation.to_string());
+            entry.egress = match (&plan.resolved.egress, network) {
+                (Some(egress), Network::Isolated) => egress.names.clone(),
+                _ => Vec::new(),
+            };
             if let Some(image) = &booted_image {
                 // The digest that verified, when one did: what booted, not a
                 // tag that may name something else tomorrow.
@@ -139,20 +143,30 @@ impl Engine<'_> {
         {
             home = legacy;
         }
-        let step = action(existing.as_ref(), record, plan.project.as_deref());
+        let asked = plan.resolved.network_asked.then_some(plan.resolved.network);
+        let step = action(existing.as_ref(), record, plan.project.as_deref(), asked);
         let runtime = plan.runtime.as_ref();
         let mut booted = None;
         if step != Action::Reuse {
             lock.bump()?;
         }
         match &step {
-            Action::Reuse => {}
+            Action::Reuse => {
+                // Policies bound or detached since the sandbox booted take
+                // effect now: its table is written anew, in one transaction.
+                let had = record.is_some_and(|r| !r.egress.is_empty());
+                if (had || plan.resolved.egress.is_some())
+                    && existing_posture(existing.as_ref(), record, plan) == Network::Isolated
+                {
+                    self.isolate(plan, sandbox)?;
+                }
+            }
             Action::Start => {
                 self.recheck(plan, &home)?;
                 // The rules go with a host reboot; a start puts them back
                 // before the sandbox runs.
                 if existing_posture(existing.as_ref(), record, plan) == Network::Isolated {
-                    self.isolate(runtime, sandbox)?;
+                    self.isolate(plan, sandbox)?;
                 }
                 match runtime.start(sandbox) {
                     Ok(()) => self.wait_ready(runtime, sandbox, plan.resolved.ready_timeout)?,
@@ -168,6 +182,15 @@ impl Engine<'_> {
                 self.warnings.push(recreate_warning(sandbox, from.as_deref(), plan.project.as_deref()));
                 booted = Some(self.recreate(plan, &home, record)?);
             }
+            Action::Renetwork { from, to } => {
+                let from = from.map_or_else(|| "an unknown posture".to_owned(), |n| n.to_string());
+                self.warnings.push(format!("the network of {sandbox} changes from {from} to {to};"));
+                self.warnings.push(
+                    "  a sandbox's network is fixed when it boots, so it is recreated (its home and project stay);",
+                );
+                self.warnings.push("  every other session in it is disconnected");
+                booted = Some(self.recreate(plan, &home, record)?);
+            }
             Action::Boot => {
                 let chosen = self.verify_image(plan)?;
                 self.boot(plan, &home, record, true, &chosen)?;
@@ -180,13 +203,23 @@ impl Engine<'_> {
     /// Keep the sandbox's own network from the host and from every other
     /// sandbox network (decision 16): the host's firewall rules for its
     /// bridge, written before it runs.
-    fn isolate(&self, runtime: &dyn Runtime, sandbox: &str) -> Result<(), Error> {
+    /// With an egress policy, the same table holds its rules, `host:`
+    /// rules resolved now.
+    fn isolate(&mut self, plan: &Ready, sandbox: &str) -> Result<(), Error> {
+        let runtime = plan.runtime.as_ref();
         let network = boot::network_name(sandbox);
         let bridge = runtime.network_bridge(&network)?.ok_or_else(|| crate::firewall::Error::NoBridge {
             sandbox: sandbox.to_owned(),
             why: format!("{} reports no host bridge for {network}", runtime.kind()),
         })?;
-        crate::firewall::apply(self.env, sandbox, &bridge)?;
+        let egress = plan.resolved.egress.as_ref().map(crate::policy::Joined::resolve);
+        if let Some(unresolved) = egress.as_ref().map(|e| &e.unresolved).filter(|u| !u.is_empty()) {
+            self.warnings.push(format!(
+                "egress policy: {} did not resolve on this host, so no rule holds an address for it until {sandbox} next starts",
+                unresolved.join(", ")
+            ));
+        }
+        crate::firewall::apply(self.env, sandbox, &bridge, egress.as_ref())?;
         Ok(())
     }
 
@@ -228,6 +261,11 @@ impl Engine<'_> {
             index.insert(sandbox.to_owned(), entry);
         })?;
         plan.runtime.remove(sandbox)?;
+        if plan.resolved.network != Network::Isolated {
+            // Leaving its own network: the network and its rules go too.
+            plan.runtime.remove_network(&boot::network_name(sandbox))?;
+            crate::firewall::remove(self.env, sandbox)?;
+        }
         self.boot(plan, home, record, false, &chosen)?;
         Ok(chosen.image)
     }
@@ -277,7 +315,7 @@ impl Engine<'_> {
                 tracing::info!("booting {sandbox} from {}", spec.image);
                 let attach = boot::network(runtime, sandbox, plan.resolved.network)?;
                 if plan.resolved.network == Network::Isolated {
-                    self.isolate(runtime, sandbox)?;
+                    self.isolate(plan, sandbox)?;
                 }
                 // A first pull can take minutes with nothing to show for it.
                 let pulling = self.warnings.shows_progress()

@@ -57,6 +57,12 @@ impl Facts {
         }
     }
 
+    /// The network posture, when the labels or the record name one brig
+    /// knows.
+    pub fn posture(&self) -> Option<crate::settings::Network> {
+        self.network.as_deref().and_then(crate::settings::Enumerated::parse)
+    }
+
     /// `agent[@label]`, the ref every verb accepts, when one can be told.
     pub fn reference(&self) -> Option<String> {
         self.session.as_ref().map(|(agent, label)| reference::canonical_ref(agent, label.as_deref()))
@@ -94,6 +100,7 @@ mod tests {
             recreating: false,
             runtime: None,
             isolation: None,
+            egress: Vec::new(),
         }
     }
 

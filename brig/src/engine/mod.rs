@@ -44,6 +44,11 @@ pub enum Error {
     /// hull on macOS gives.
     #[error("{profile} is a GUI agent, which runs only on macOS (hull); on this host use a terminal agent")]
     GuiNotHere { profile: String },
+    /// An existing sandbox whose network posture nothing records.
+    #[error(
+        "{sandbox} exists, and neither its labels nor brig's record say which network posture it has; name one (--network isolated, shared or offline) to recreate it with that posture, keeping its home"
+    )]
+    UnknownPosture { sandbox: String },
     #[error(
         "the {profile} profile names the image {image}, which is not published; give one with --image or BRIG_IMAGE"
     )]

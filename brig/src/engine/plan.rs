@@ -18,7 +18,7 @@ use crate::Error;
 use crate::profile::{Kind as ProfileKind, Profile};
 use crate::runtime::{Found, Isolation, Runtime, State};
 use crate::session::{GuestHome, HomeSource, Index, Record, Session, home, project};
-use crate::settings::{Bool, Enumerated, Network, Positive, Pull, Settings, Verify};
+use crate::settings::{Bool, Enumerated, Network, Positive, Pull, Settings, Source, Verify};
 
 /// What the run line says about the project.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -71,6 +71,14 @@ pub struct Resolved {
     pub mem: u32,
     pub cpus: u32,
     pub network: Network,
+    /// The posture was asked for (a flag or a variable) or forced by an
+    /// egress policy, so an existing sandbox with another is recreated
+    /// rather than kept as it is.
+    #[serde(skip)]
+    pub network_asked: bool,
+    /// Every egress policy bound to the run, joined.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub egress: Option<crate::policy::Joined>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub pull: Option<Pull>,
     pub verify: Verify,
@@ -93,6 +101,9 @@ pub enum Action {
     /// The sandbox exists with another project: remove it and boot anew
     /// with the same home.
     Recreate { from: Option<PathBuf> },
+    /// The sandbox exists with another network posture than the one asked
+    /// for: remove it and boot anew with the same home and project.
+    Renetwork { from: Option<Network>, to: Network },
     /// The sandbox runs with the wanted project: use it as it is.
     Reuse,
 }
@@ -102,7 +113,7 @@ impl Action {
         match self {
             Action::Boot => "boot",
             Action::Start => "start",
-            Action::Recreate { .. } => "recreate",
+            Action::Recreate { .. } | Action::Renetwork { .. } => "recreate",
             Action::Reuse => "reuse",
         }
     }
@@ -386,6 +397,9 @@ impl Engine<'_> {
         if req_network_isolated(plan) && !runtime.isolates_networks() {
             return Err(crate::runtime::Error::IsolationUnenforceable { runtime: runtime.kind() }.into());
         }
+        if let Some(resolved) = &plan.resolved {
+            enforceable(self.env, runtime.as_ref(), sandbox, resolved)?;
+        }
         let recorded = match lookup {
             Lookup::TrustRecord => assumed_running(record.as_ref(), runtime.kind(), &home, sandbox),
             Lookup::Always | Lookup::UnlessNew => None,
@@ -426,7 +440,17 @@ impl Engine<'_> {
         let isolation = self.admit(runtime.as_ref(), existing.as_ref().map(|f| &f.listed));
         plan.runtime = Some(runtime);
         plan.isolation = Some(isolation?);
-        plan.action = Some(action(existing.as_ref(), record.as_ref(), project.as_deref()));
+        let resolved = plan.resolved.as_ref().expect("resolved above");
+        let asked = resolved.network_asked.then_some(resolved.network);
+        if let Some(found) = &existing
+            && asked.is_none()
+            && super::Facts::read(&found.listed, record.as_ref(), &[]).posture().is_none()
+        {
+            // A sandbox whose posture neither its labels nor its record
+            // say: keeping it would promise what nobody knows.
+            return Err(EngineError::UnknownPosture { sandbox: sandbox.to_owned() }.into());
+        }
+        plan.action = Some(action(existing.as_ref(), record.as_ref(), project.as_deref(), asked));
         plan.existing = existing;
         Ok(())
     }
@@ -436,15 +460,32 @@ impl Engine<'_> {
     fn settings(&self, req: &Request, recorded: Option<Network>) -> Result<Resolved, Error> {
         let settings = Settings::new(self.env, req.session.agent());
         let verify = settings.resolve::<Verify>(None, "VERIFY", None, None, Verify::Warn)?.value;
-        let network = settings
-            .resolve::<Network>(
-                req.network.map(|n| ("--network", n)),
-                "NETWORK",
-                recorded,
-                req.profile.network,
-                Network::Isolated,
-            )?
-            .value;
+        let posture = settings.resolve::<Network>(
+            req.network.map(|n| ("--network", n)),
+            "NETWORK",
+            recorded,
+            req.profile.network,
+            Network::Isolated,
+        )?;
+        let mut network_asked = matches!(posture.source, Source::Flag(_) | Source::Env(_));
+        let mut network = posture.value;
+        let egress = self.egress(req)?;
+        if egress.is_some() && network == Network::Shared {
+            // A policy is enforced on the sandbox's own network; one asked
+            // for shared in so many words is not quietly moved off it.
+            if network_asked {
+                return Err(crate::policy::Error::Unenforceable {
+                    sandbox: req.session.sandbox().to_owned(),
+                    why: format!(
+                        "it needs a network of the sandbox's own, and {} asks for the shared one",
+                        posture.source
+                    ),
+                }
+                .into());
+            }
+            network = Network::Isolated;
+            network_asked = true;
+        }
         let positive = |flag: &'static str, given: Option<u32>, key: &str, default: u32| {
             settings.resolve::<Positive>(given.map(|v| (flag, Positive(v))), key, None, None, Positive(default))
         };
@@ -481,7 +522,22 @@ impl Engine<'_> {
         }
         crate::settings::global::<Bool>(self.env, "BRIG_ALLOW_CONTAINER_ISOLATION")?;
         let policy = crate::verify::Policy::from_env(self.env)?;
-        Ok(Resolved { image, mem, cpus, network, pull, verify, policy, skills, ready_timeout })
+        Ok(Resolved { image, mem, cpus, network, network_asked, egress, pull, verify, policy, skills, ready_timeout })
+    }
+
+    /// The egress policies bound to the run, joined; none for a profile
+    /// that binds none (the policy directory is then not read beyond its
+    /// attachments).
+    fn egress(&self, req: &Request) -> Result<Option<crate::policy::Joined>, Error> {
+        let store = match crate::policy::Store::open(self.env) {
+            Ok(store) => store,
+            // Nowhere to look for attachments: only inline bindings could
+            // bind anything, and those must be found.
+            Err(_) if req.profile.policy.is_empty() => return Ok(None),
+            Err(err) => return Err(err),
+        };
+        let bound = store.bound(&req.profile, req.session.label())?;
+        Ok(crate::policy::Joined::join(&bound))
     }
 
     /// Every declared secret, checked before a sandbox exists from the
@@ -579,6 +635,46 @@ impl Engine<'_> {
 }
 
 /// The plan asks for a network of the sandbox's own.
+/// An egress policy refuses (exit 7) where this run path cannot hold it.
+/// `offline` needs no enforcing.
+fn enforceable(
+    env: &crate::environment::Environment,
+    runtime: &dyn Runtime,
+    sandbox: &str,
+    resolved: &Resolved,
+) -> Result<(), Error> {
+    let Some(egress) = &resolved.egress else { return Ok(()) };
+    if resolved.network == Network::Offline {
+        return Ok(());
+    }
+    match egress_unenforceable(env, runtime, egress) {
+        Some(why) => Err(crate::policy::Error::Unenforceable { sandbox: sandbox.to_owned(), why }.into()),
+        None => Ok(()),
+    }
+}
+
+/// Why this run path cannot hold an egress policy, if it cannot: a runtime
+/// brig does not enforce policies on, a host firewall brig cannot write, or
+/// a glob whose addresses no rule can list.
+pub fn egress_unenforceable(
+    env: &crate::environment::Environment,
+    runtime: &dyn Runtime,
+    egress: &crate::policy::Joined,
+) -> Option<String> {
+    if !runtime.enforces_egress() {
+        return Some(format!("brig does not enforce egress policies on {}", runtime.kind()));
+    }
+    if let Err(why) = crate::firewall::capable(env) {
+        return Some(why);
+    }
+    egress.unenforceable_glob().map(|glob| {
+        format!(
+            "{glob} would have to {} connections by name, and brig's rules hold addresses only; name the hosts one by one",
+            if egress.default == crate::policy::Default::Deny { "let through" } else { "stop" }
+        )
+    })
+}
+
 fn req_network_isolated(plan: &Plan) -> bool {
     plan.resolved.as_ref().is_some_and(|r| r.network == Network::Isolated)
 }
@@ -653,11 +749,21 @@ fn home_on_disk(home: &GuestHome, state_dir: &Path, sandbox: &str) -> bool {
 
 /// What to do with the sandbox as it is now. Pure, so that apply can decide
 /// again from a fresh lookup once it holds the sandbox's lock.
-pub fn action(existing: Option<&Found>, record: Option<&Record>, wanted: Option<&Path>) -> Action {
+pub fn action(
+    existing: Option<&Found>,
+    record: Option<&Record>,
+    wanted: Option<&Path>,
+    posture: Option<Network>,
+) -> Action {
     let Some(found) = existing else { return Action::Boot };
     let facts = super::Facts::read(&found.listed, record, &[]);
     if facts.project.as_deref() != wanted {
         return Action::Recreate { from: facts.project };
+    }
+    if let Some(to) = posture
+        && facts.posture() != Some(to)
+    {
+        return Action::Renetwork { from: facts.posture(), to };
     }
     match found.listed.state {
         State::Running => Action::Reuse,
@@ -826,6 +932,7 @@ mod tests {
             recreating: false,
             runtime: Some("nerdctl".into()),
             isolation: Some("container".into()),
+            egress: Vec::new(),
         }
     }
 
@@ -855,7 +962,7 @@ mod tests {
     #[case::first_project(Some(found(State::Running, None)), Some("/p"), Action::Recreate { from: None })]
     #[case::no_project_either_way(Some(found(State::Running, None)), None, Action::Reuse)]
     fn actions(#[case] existing: Option<Found>, #[case] wanted: Option<&str>, #[case] want: Action) {
-        assert_eq!(action(existing.as_ref(), Some(&record(Some("/p"))), wanted.map(Path::new)), want);
+        assert_eq!(action(existing.as_ref(), Some(&record(Some("/p"))), wanted.map(Path::new), None), want);
     }
 
     /// The index is taken at its word only when it records this very

@@ -232,6 +232,12 @@ pub trait Runtime: std::fmt::Debug + Send + Sync {
     fn isolates_networks(&self) -> bool {
         true
     }
+    /// Whether brig holds an egress policy on this runtime's sandbox
+    /// networks: nerdctl's and podman's are host bridges its firewall rules
+    /// can name; docker and hull are not enforced (spec 05 §2.5).
+    fn enforces_egress(&self) -> bool {
+        matches!(self.kind(), super::Kind::Nerdctl | super::Kind::Podman)
+    }
     /// The names of the runtime's networks that start with `brig-`.
     fn brig_networks(&self) -> Result<Vec<String>, Error> {
         Ok(Vec::new())

@@ -59,6 +59,11 @@ pub struct Record {
     /// The isolation class it was booted with (`microvm`, `container`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub isolation: Option<String>,
+    /// The egress policies whose rules the sandbox's firewall table holds:
+    /// a run finding it running rewrites them while this or the bound set
+    /// is not empty.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub egress: Vec<String>,
 }
 
 impl Record {
@@ -76,6 +81,7 @@ impl Record {
             recreating: false,
             runtime: None,
             isolation: None,
+            egress: Vec::new(),
         }
     }
 }
@@ -243,6 +249,7 @@ mod tests {
             recreating: false,
             runtime: None,
             isolation: None,
+            egress: Vec::new(),
         }
     }
 
@@ -270,6 +277,7 @@ mod tests {
             recreating: false,
             runtime: None,
             isolation: None,
+            egress: Vec::new(),
         };
         let replaced = Index::update(&state, |ix| ix.insert("brig-claude-code-refactor", full.clone())).unwrap();
         assert_eq!(replaced, None);
