@@ -79,6 +79,12 @@ pub enum UsageError {
     BootImageUnusable { image: String },
     #[error("a secret's value comes from stdin or from -f FILE, not both")]
     StdinAndFile,
+    #[error(
+        "an offline sandbox has no network to publish a port on; drop --publish or choose --network isolated or shared"
+    )]
+    PublishOffline,
+    #[error("--publish {a} and --publish {b} would listen on one host port")]
+    PublishOverlap { a: String, b: String },
 }
 
 impl Error {

@@ -154,11 +154,13 @@ fn engine_code(err: &crate::engine::Error) -> Code {
         | E::BadForwardName { .. } => Code::Usage,
         E::GuiNotHere { .. }
         | E::UnknownPosture { .. }
+        | E::PortTaken { .. }
         | E::HandsOverHost { .. }
         | E::Unpublished { .. }
         | E::OnOtherRuntime { .. }
         | E::Incomplete => Code::Failure,
         E::FileNotDelivered { .. } => Code::Credentials,
+        E::PublishUnsupported { .. } => Code::Unenforceable,
         E::VerifyRefused { .. } => Code::VerifyRefused,
     }
 }

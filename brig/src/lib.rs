@@ -16,6 +16,7 @@ pub mod json;
 #[cfg(target_os = "linux")]
 pub mod kvm;
 pub mod policy;
+pub mod ports;
 pub mod process;
 pub mod profile;
 pub mod proto;

@@ -228,6 +228,16 @@ fn names(stdout: &str) -> Vec<String> {
     stdout.lines().map(str::trim).filter(|l| !l.is_empty()).map(str::to_owned).collect()
 }
 
+/// Where CNI's host-local plugin keeps each network's allocations.
+const CNI_ALLOCATIONS: &str = "/var/lib/cni/networks";
+
+/// The names of the networks CNI keeps address allocations for.
+fn cni_allocations() -> Vec<String> {
+    std::fs::read_dir(CNI_ALLOCATIONS)
+        .map(|dir| dir.flatten().map(|e| e.file_name().to_string_lossy().into_owned()).collect())
+        .unwrap_or_default()
+}
+
 /// Removes every container and network whose name holds `token`, then asks
 /// again; whatever is still listed has leaked.
 pub fn clean_up(bin: &Path, token: &str) -> Result<()> {
@@ -263,8 +273,15 @@ pub fn clean_up(bin: &Path, token: &str) -> Result<()> {
     for table in mine(firewall_tables()) {
         let _ = std::process::Command::new("nft").args(["delete", "table", "inet", &table]).output();
     }
+    // nerdctl's `network rm` leaves CNI's address-allocation directory of
+    // the network (brig's own `rm` takes it); the lab removed these
+    // networks itself, so it takes theirs too, and reports any it cannot.
+    for dir in mine(cni_allocations()) {
+        let _ = std::fs::remove_dir_all(Path::new(CNI_ALLOCATIONS).join(&dir));
+    }
     let mut leaked = mine(containers(bin)?);
     leaked.extend(mine(networks(bin)?));
+    leaked.extend(mine(cni_allocations()).iter().map(|d| format!("{CNI_ALLOCATIONS}/{d}")));
     leaked.extend(mine(firewall_tables()).iter().map(|t| format!("nft table inet {t}")));
     if !leaked.is_empty() {
         let mut msg = format!("leaked: {}", leaked.join(", "));

@@ -179,6 +179,11 @@ pub struct Step {
     /// Kill the command after this many seconds (default 120).
     #[serde(default)]
     pub timeout_s: Option<u64>,
+    /// What this step measures, for the reachability report
+    /// (`cargo xtask report reachability`): `control: …` for a check that
+    /// must pass for the negatives around it to count. Takes placeholders.
+    #[serde(default)]
+    pub probe: Option<String>,
     /// What the command must do. Absent means `exit: 0`.
     #[serde(default)]
     pub expect: Option<Expect>,

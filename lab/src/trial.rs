@@ -334,10 +334,37 @@ impl<'a> Trial<'a> {
         let out = process::run(cmd, stdin.as_deref(), timeout, &shown)?;
         let default = Expect::default();
         let problems = check_expect(step.expect.as_ref().unwrap_or(&default), &out, vars)?;
+        if let Some(probe) = &step.probe {
+            self.log_probe(&vars.expand(probe)?, &shown, &out, problems.is_empty())?;
+        }
         if problems.is_empty() {
             return Ok(());
         }
         Err(anyhow!("{shown}\n  {}\n{}", problems.join("\n  "), process::render_streams(&out.stdout, &out.stderr)))
+    }
+
+    /// One line of `LAB_PROBE_LOG`, when the variable names a file: what a
+    /// named step measured, for the reachability report.
+    fn log_probe(&self, probe: &str, shown: &str, out: &process::Output, passed: bool) -> Result<()> {
+        let Some(path) = std::env::var_os("LAB_PROBE_LOG") else { return Ok(()) };
+        let line = serde_json::json!({
+            "runtime": self.spec.runtime.as_str(),
+            "trial": self.spec.name,
+            "probe": probe,
+            "command": shown.replace(&self.token, "{t}"),
+            "exit": out.code,
+            "outcome": out.stdout.lines().next().unwrap_or_default(),
+            "ms": out.elapsed.as_millis() as u64,
+            "passed": passed,
+        });
+        use std::io::Write as _;
+        let mut file = std::fs::OpenOptions::new()
+            .create(true)
+            .append(true)
+            .open(&path)
+            .with_context(|| format!("opening {}", std::path::Path::new(&path).display()))?;
+        // One write per line: trials append from several threads at once.
+        file.write_all(format!("{line}\n").as_bytes()).context("writing the probe log")
     }
 
     /// A command in the trial's environment, with the step's own `env`.

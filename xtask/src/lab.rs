@@ -15,13 +15,19 @@ const CLAUDE_CODE_IMAGE: &str = "localhost/brig-lab/claude-code:latest";
 const RUNTIMES: [&str; 2] = ["nerdctl", "podman"];
 
 pub fn run(args: &[String]) -> Result<()> {
-    let root = workspace_root();
     if args.first().map(String::as_str) == Some("schema") {
         if let Some(extra) = args.get(1) {
             bail!("`cargo xtask lab schema` takes no arguments (got {extra:?})");
         }
-        return write_schema(&root);
+        return write_schema(&workspace_root());
     }
+    run_lab(args, None)
+}
+
+/// Build, load the images, and run the lab with `args`; with `probe_log`,
+/// the runner appends what each named probe measured there.
+pub fn run_lab(args: &[String], probe_log: Option<&Path>) -> Result<()> {
+    let root = workspace_root();
 
     cargo(&root, &["build", "--quiet", "-p", "brig", "-p", "lab", "--bins"])
         .context("building brig and the lab runner")?;
@@ -43,12 +49,12 @@ pub fn run(args: &[String]) -> Result<()> {
     }
 
     let bin_dir = target_dir(&root).join("debug");
-    let status = Command::new(bin_dir.join("lab"))
-        .args(args)
-        .env("LAB_BRIG", bin_dir.join("brig"))
-        .current_dir(&root)
-        .status()
-        .context("cannot start the lab runner")?;
+    let mut lab = Command::new(bin_dir.join("lab"));
+    lab.args(args).env("LAB_BRIG", bin_dir.join("brig")).current_dir(&root);
+    if let Some(log) = probe_log {
+        lab.env("LAB_PROBE_LOG", log);
+    }
+    let status = lab.status().context("cannot start the lab runner")?;
     if !status.success() {
         bail!("the lab failed ({status})");
     }
@@ -64,7 +70,7 @@ fn write_schema(root: &Path) -> Result<()> {
     Ok(())
 }
 
-fn workspace_root() -> PathBuf {
+pub fn workspace_root() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).parent().expect("xtask lives inside the workspace").to_path_buf()
 }
 

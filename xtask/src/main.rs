@@ -8,11 +8,12 @@ mod ci;
 mod images;
 mod lab;
 mod provision;
+mod report;
 mod try_it;
 
 use std::process::ExitCode;
 
-const USAGE: &str = "usage: cargo xtask <ci | try | provision | images | lab | bench> [args…]";
+const USAGE: &str = "usage: cargo xtask <ci | try | provision | images | lab | bench | report> [args…]";
 
 fn main() -> ExitCode {
     let args: Vec<String> = std::env::args().skip(1).collect();
@@ -27,6 +28,7 @@ fn main() -> ExitCode {
         "images" => images::run(rest),
         "try" => try_it::run(rest),
         "bench" => bench::run(rest),
+        "report" => report::run(rest),
         other => {
             eprintln!("unknown task {other:?}\n{USAGE}");
             return ExitCode::from(2);

@@ -109,8 +109,9 @@ fn render(data: &PlanData, source: Option<&HomeSource>, ctx: &Context) -> String
         ("project", project),
         ("image", dash(data.image.clone())),
         ("verify", dash(data.verify.as_ref().map(|v| v.to_string()))),
-        ("network", dash(data.network.map(crate::cli::network_line))),
+        ("network", data.network.map_or_else(|| "unknown".to_owned(), crate::cli::network_line)),
         ("egress", crate::cli::egress_line(data.egress.as_ref())),
+        ("ports", crate::cli::ports_line(&data.ports)),
         ("credentials", credentials),
     ];
     if let Some(refused) = &data.refused {

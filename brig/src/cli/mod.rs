@@ -158,6 +158,14 @@ pub(crate) fn egress_line(egress: Option<&crate::policy::Joined>) -> String {
     )
 }
 
+/// What a sandbox publishes, for the `ports` row.
+pub(crate) fn ports_line(ports: &[crate::ports::Publish]) -> String {
+    if ports.is_empty() {
+        return "none published".to_owned();
+    }
+    ports.iter().map(crate::ports::Publish::describe).collect::<Vec<_>>().join("; ")
+}
+
 /// Ask on the terminal; anything but y/yes is no.
 pub(super) fn confirm(question: &str) -> bool {
     crate::engine::Prompts::Terminal.confirm(question)

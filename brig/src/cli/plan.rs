@@ -74,6 +74,8 @@ pub struct PlanData {
     pub network: Option<Network>,
     /// The egress policies bound to the run, joined; `null` for none.
     pub egress: Option<crate::policy::Joined>,
+    /// Guest ports published on the host, `ADDRESS:HOST:GUEST/PROTO`.
+    pub ports: Vec<crate::ports::Publish>,
     pub mounts: Vec<PlannedMount>,
     /// What a container on the host's kernel is held to; `null` for a microVM.
     pub hardening: Option<Hardening>,
@@ -128,8 +130,15 @@ impl PlanData {
                 mode: r.verify,
                 policy: if r.verify == Verify::Off { "off" } else { r.policy.name() },
             }),
-            network: plan.resolved.as_ref().map(|r| r.network),
+            // A sandbox whose posture nobody knows shows none, not the
+            // default a new one would get.
+            network: plan
+                .resolved
+                .as_ref()
+                .map(|r| r.network)
+                .filter(|_| !matches!(plan.refused, Some(Error::Engine(crate::engine::Error::UnknownPosture { .. })))),
             egress: plan.resolved.as_ref().and_then(|r| r.egress.clone()),
+            ports: plan.resolved.as_ref().map(|r| r.publish.clone()).unwrap_or_default(),
             mounts: plan.mounts.clone(),
             hardening: match (plan.isolation, &plan.runtime) {
                 (Some(Isolation::Container), Some(runtime)) => Some(Hardening::container(state_dir, runtime.kind())),
@@ -165,6 +174,7 @@ pub fn run(args: PlanArgs, ctx: &Context) -> Result<Code, Error> {
         mem: args.sandbox.mem,
         cpus: args.sandbox.cpus,
         network: network_flag(&args.sandbox)?,
+        publish: args.sandbox.publish.clone(),
         skills: args.sandbox.skills,
         ..Request::bare(session, profile)
     };
@@ -198,8 +208,9 @@ fn render(data: &PlanData) -> String {
         ("image", or_dash(data.image.clone())),
         ("verify", or_dash(data.verify.as_ref().map(|v| v.to_string()))),
         ("digest", data.digest.clone().unwrap_or_else(|| "learnt when the image verifies, at boot".to_owned())),
-        ("network", or_dash(data.network.map(crate::cli::network_line))),
+        ("network", data.network.map_or_else(|| "unknown".to_owned(), crate::cli::network_line)),
         ("egress", crate::cli::egress_line(data.egress.as_ref())),
+        ("ports", crate::cli::ports_line(&data.ports)),
     ];
     for mount in &data.mounts {
         let host = mount.host.as_ref().map_or_else(|| "memory".to_owned(), |h| escaped(&h.display().to_string()));

@@ -47,6 +47,12 @@ pub struct SandboxOptions {
     /// Same as --network offline.
     #[arg(long)]
     pub offline: bool,
+    /// Publish a guest port on the host, 127.0.0.1 unless an address is
+    /// given: PORT, HOST:GUEST or ADDRESS:HOST:GUEST, with /tcp or /udp.
+    /// Repeatable; fixed when the sandbox boots (naming others recreates
+    /// it).
+    #[arg(long, value_name = "[ADDR:]HOST:GUEST", value_parser = crate::ports::Publish::parse)]
+    pub publish: Vec<crate::ports::Publish>,
     /// Seed the guest home with the agent's host skills.
     #[arg(long)]
     pub skills: bool,
@@ -110,6 +116,7 @@ const OWN_FLAGS: &[&str] = &[
     "--skills",
     "--network",
     "--offline",
+    "--publish",
     "--json",
     "-q",
     "--quiet",
@@ -280,6 +287,7 @@ impl Launch<'_> {
             mem: self.options.mem,
             cpus: self.options.cpus,
             network,
+            publish: self.options.publish.clone(),
             skills: self.options.skills,
         };
         // A command in a sandbox brig left running needs no runtime call

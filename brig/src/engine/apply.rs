@@ -110,6 +110,7 @@ impl Engine<'_> {
                 // The digest that verified, when one did: what booted, not a
                 // tag that may name something else tomorrow.
                 entry.image = Some(image.clone());
+                entry.publish = plan.resolved.publish.iter().map(ToString::to_string).collect();
                 entry.emptied_home = false;
             }
             index.insert(sandbox.clone(), entry);
@@ -144,7 +145,11 @@ impl Engine<'_> {
             home = legacy;
         }
         let asked = plan.resolved.network_asked.then_some(plan.resolved.network);
-        let step = action(existing.as_ref(), record, plan.project.as_deref(), asked);
+        // Asked again here: a sandbox found only when its name turned out
+        // taken was never seen by the plan.
+        super::plan::posture_known(existing.as_ref(), record, asked, sandbox)?;
+        let ports = plan.resolved.publish_asked.then_some(&plan.resolved.publish[..]);
+        let step = action(existing.as_ref(), record, plan.project.as_deref(), asked, ports);
         let runtime = plan.runtime.as_ref();
         let mut booted = None;
         if step != Action::Reuse {
@@ -180,6 +185,17 @@ impl Engine<'_> {
             }
             Action::Recreate { from } => {
                 self.warnings.push(recreate_warning(sandbox, from.as_deref(), plan.project.as_deref()));
+                booted = Some(self.recreate(plan, &home, record)?);
+            }
+            Action::Republish { from } => {
+                let show = |list: &[crate::ports::Publish]| {
+                    if list.is_empty() { "none".to_owned() } else { crate::ports::to_label(list).replace(',', ", ") }
+                };
+                self.warnings.push(format!(
+                    "the ports {sandbox} publishes change from {} to {}; ports are fixed when a sandbox boots, so it is recreated (its home and project stay)",
+                    show(from),
+                    show(&plan.resolved.publish)
+                ));
                 booted = Some(self.recreate(plan, &home, record)?);
             }
             Action::Renetwork { from, to } => {

@@ -95,6 +95,7 @@ pub(super) fn spec(
         (label::PROJECT.to_owned(), plan.project.as_ref().map(|p| p.display().to_string()).unwrap_or_default()),
         (label::NETWORK.to_owned(), plan.resolved.network.to_string()),
         (label::ISOLATION.to_owned(), plan.isolation.to_string()),
+        (label::PUBLISH.to_owned(), crate::ports::to_label(&plan.resolved.publish)),
     ];
     Ok(BootSpec {
         name: plan.session.sandbox().to_owned(),
@@ -103,6 +104,7 @@ pub(super) fn spec(
         cpus: plan.resolved.cpus,
         pull: chosen.pull.map(|p| p.as_str()),
         network: NetworkAttach::None,
+        publish: plan.resolved.publish.clone(),
         binds,
         tmpfs,
         env,

@@ -17,6 +17,8 @@ pub struct Facts {
     pub project: Option<PathBuf>,
     pub network: Option<String>,
     pub isolation: Option<String>,
+    /// The ports it publishes.
+    pub publish: Vec<crate::ports::Publish>,
 }
 
 impl Facts {
@@ -42,6 +44,9 @@ impl Facts {
             project,
             network: get(label::NETWORK).map(str::to_owned).or_else(|| record.and_then(|r| r.network.clone())),
             isolation: get(label::ISOLATION).map(str::to_owned),
+            publish: get(label::PUBLISH)
+                .map(crate::ports::from_label)
+                .unwrap_or_else(|| record.map(|r| crate::ports::from_label(&r.publish.join(","))).unwrap_or_default()),
         }
     }
 
@@ -54,6 +59,7 @@ impl Facts {
             project: record.project.clone(),
             network: record.network.clone(),
             isolation: record.isolation.clone(),
+            publish: crate::ports::from_label(&record.publish.join(",")),
         }
     }
 
@@ -101,6 +107,7 @@ mod tests {
             runtime: None,
             isolation: None,
             egress: Vec::new(),
+            publish: Vec::new(),
         }
     }
 

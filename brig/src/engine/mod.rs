@@ -44,6 +44,12 @@ pub enum Error {
     /// hull on macOS gives.
     #[error("{profile} is a GUI agent, which runs only on macOS (hull); on this host use a terminal agent")]
     GuiNotHere { profile: String },
+    /// `--publish` on a runtime brig cannot publish ports with.
+    #[error("{runtime} sandboxes cannot have ports published by brig; drop --publish, or use nerdctl or podman")]
+    PublishUnsupported { runtime: crate::runtime::Kind },
+    /// A host port a publication needs is taken.
+    #[error("cannot publish {publish}: the host port is taken by {holder}; choose another host port (HOST:GUEST)")]
+    PortTaken { publish: String, holder: String },
     /// An existing sandbox whose network posture nothing records.
     #[error(
         "{sandbox} exists, and neither its labels nor brig's record say which network posture it has; name one (--network isolated, shared or offline) to recreate it with that posture, keeping its home"
@@ -218,7 +224,10 @@ impl<'a> Engine<'a> {
     /// `ensure` when the runtime says it is not running.
     pub fn ensure_assuming(&mut self, req: &Request) -> Result<Ensured, crate::Error> {
         let plan = self.plan_assuming(req).ready()?;
-        if !(plan.assumed && plan.action == Action::Reuse) {
+        // An egress policy bound or detached since the boot is written to
+        // the sandbox's rules by apply, which asks the runtime.
+        let egress = plan.resolved.egress.is_some() || plan.record.as_ref().is_some_and(|r| !r.egress.is_empty());
+        if !(plan.assumed && plan.action == Action::Reuse) || egress {
             return self.apply(plan);
         }
         if plan.isolation == Isolation::Container {

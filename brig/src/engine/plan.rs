@@ -42,6 +42,8 @@ pub struct Request {
     pub mem: Option<u32>,
     pub cpus: Option<u32>,
     pub network: Option<Network>,
+    /// `--publish`: empty keeps what an existing sandbox publishes.
+    pub publish: Vec<crate::ports::Publish>,
     /// `--skills`: seed the home with the agent's host config subdirectories.
     pub skills: bool,
 }
@@ -58,6 +60,7 @@ impl Request {
             mem: None,
             cpus: None,
             network: None,
+            publish: Vec::new(),
             skills: false,
         }
     }
@@ -79,6 +82,13 @@ pub struct Resolved {
     /// Every egress policy bound to the run, joined.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub egress: Option<crate::policy::Joined>,
+    /// The ports the sandbox publishes: those asked for, else those an
+    /// existing sandbox was made with.
+    pub publish: Vec<crate::ports::Publish>,
+    /// `--publish` was given: an existing sandbox publishing others is
+    /// recreated.
+    #[serde(skip)]
+    pub publish_asked: bool,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub pull: Option<Pull>,
     pub verify: Verify,
@@ -104,6 +114,8 @@ pub enum Action {
     /// The sandbox exists with another network posture than the one asked
     /// for: remove it and boot anew with the same home and project.
     Renetwork { from: Option<Network>, to: Network },
+    /// The sandbox exists publishing other ports than those asked for.
+    Republish { from: Vec<crate::ports::Publish> },
     /// The sandbox runs with the wanted project: use it as it is.
     Reuse,
 }
@@ -113,7 +125,7 @@ impl Action {
         match self {
             Action::Boot => "boot",
             Action::Start => "start",
-            Action::Recreate { .. } | Action::Renetwork { .. } => "recreate",
+            Action::Recreate { .. } | Action::Renetwork { .. } | Action::Republish { .. } => "recreate",
             Action::Reuse => "reuse",
         }
     }
@@ -399,6 +411,9 @@ impl Engine<'_> {
         }
         if let Some(resolved) = &plan.resolved {
             enforceable(self.env, runtime.as_ref(), sandbox, resolved)?;
+            if !resolved.publish.is_empty() && !runtime.publishes_ports() {
+                return Err(EngineError::PublishUnsupported { runtime: runtime.kind() }.into());
+            }
         }
         let recorded = match lookup {
             Lookup::TrustRecord => assumed_running(record.as_ref(), runtime.kind(), &home, sandbox),
@@ -440,17 +455,36 @@ impl Engine<'_> {
         let isolation = self.admit(runtime.as_ref(), existing.as_ref().map(|f| &f.listed));
         plan.runtime = Some(runtime);
         plan.isolation = Some(isolation?);
-        let resolved = plan.resolved.as_ref().expect("resolved above");
-        let asked = resolved.network_asked.then_some(resolved.network);
-        if let Some(found) = &existing
-            && asked.is_none()
-            && super::Facts::read(&found.listed, record.as_ref(), &[]).posture().is_none()
-        {
-            // A sandbox whose posture neither its labels nor its record
-            // say: keeping it would promise what nobody knows.
-            return Err(EngineError::UnknownPosture { sandbox: sandbox.to_owned() }.into());
+        let resolved = plan.resolved.as_mut().expect("resolved above");
+        let held = existing.as_ref().map(|f| super::Facts::read(&f.listed, record.as_ref(), &[]).publish);
+        let asked_ports = resolved.publish_asked;
+        if !asked_ports && let Some(held) = &held {
+            // Publications stay with the sandbox until others are named.
+            resolved.publish = held.clone();
         }
-        plan.action = Some(action(existing.as_ref(), record.as_ref(), project.as_deref(), asked));
+        let asked = resolved.network_asked.then_some(resolved.network);
+        posture_known(existing.as_ref(), record.as_ref(), asked, sandbox)?;
+        let step = action(
+            existing.as_ref(),
+            record.as_ref(),
+            project.as_deref(),
+            asked,
+            asked_ports.then_some(&resolved.publish[..]),
+        );
+        if step != Action::Reuse && step != Action::Start {
+            // A boot listens on each host port; one taken by something
+            // else would fail inside the runtime, after the old sandbox
+            // went. The sandbox's own ports are its own to take over (a
+            // runtime may hold them open: podman does).
+            let wanted: Vec<_> = resolved
+                .publish
+                .iter()
+                .filter(|p| !held.as_ref().is_some_and(|h| h.iter().any(|h| h.overlaps(p))))
+                .copied()
+                .collect();
+            ports_free(plan.runtime.as_deref().expect("opened above"), sandbox, &wanted)?;
+        }
+        plan.action = Some(step);
         plan.existing = existing;
         Ok(())
     }
@@ -522,7 +556,28 @@ impl Engine<'_> {
         }
         crate::settings::global::<Bool>(self.env, "BRIG_ALLOW_CONTAINER_ISOLATION")?;
         let policy = crate::verify::Policy::from_env(self.env)?;
-        Ok(Resolved { image, mem, cpus, network, network_asked, egress, pull, verify, policy, skills, ready_timeout })
+        if !req.publish.is_empty() && network == Network::Offline {
+            return Err(crate::error::UsageError::PublishOffline.into());
+        }
+        if let Some((a, b)) = crate::ports::overlapping(&req.publish) {
+            return Err(crate::error::UsageError::PublishOverlap { a: a.to_string(), b: b.to_string() }.into());
+        }
+        let publish = req.publish.clone();
+        Ok(Resolved {
+            publish_asked: !publish.is_empty(),
+            image,
+            mem,
+            cpus,
+            network,
+            network_asked,
+            egress,
+            publish,
+            pull,
+            verify,
+            policy,
+            skills,
+            ready_timeout,
+        })
     }
 
     /// The egress policies bound to the run, joined; none for a profile
@@ -635,6 +690,45 @@ impl Engine<'_> {
 }
 
 /// The plan asks for a network of the sandbox's own.
+/// A sandbox whose posture neither its labels nor its record say (one made
+/// outside brig under a brig name) is kept only when a posture is named,
+/// which recreates it: keeping it as it is would promise what nobody knows.
+pub(super) fn posture_known(
+    existing: Option<&Found>,
+    record: Option<&Record>,
+    asked: Option<Network>,
+    sandbox: &str,
+) -> Result<(), Error> {
+    match existing {
+        Some(found) if asked.is_none() && super::Facts::read(&found.listed, record, &[]).posture().is_none() => {
+            Err(EngineError::UnknownPosture { sandbox: sandbox.to_owned() }.into())
+        }
+        _ => Ok(()),
+    }
+}
+
+/// Each publication's host port is free: no other brig sandbox on this
+/// runtime publishes it (nerdctl's port mapping holds no socket, so two
+/// would be accepted and race), and nothing on the host listens there.
+fn ports_free(runtime: &dyn Runtime, sandbox: &str, wanted: &[crate::ports::Publish]) -> Result<(), Error> {
+    if wanted.is_empty() {
+        return Ok(());
+    }
+    let taken = |p: &crate::ports::Publish, holder: String| EngineError::PortTaken { publish: p.to_string(), holder };
+    for other in runtime.list()?.into_iter().filter(|l| l.name != sandbox) {
+        let theirs = other.labels.get(crate::runtime::adapter::label::PUBLISH).map(|l| crate::ports::from_label(l));
+        for p in wanted {
+            if let Some(held) = theirs.iter().flatten().find(|h| h.overlaps(p)) {
+                return Err(taken(p, format!("{} ({held})", other.name)).into());
+            }
+        }
+    }
+    for p in wanted {
+        p.free_on_host().map_err(|e| taken(p, format!("something else on the host ({e})")))?;
+    }
+    Ok(())
+}
+
 /// An egress policy refuses (exit 7) where this run path cannot hold it.
 /// `offline` needs no enforcing.
 fn enforceable(
@@ -754,6 +848,7 @@ pub fn action(
     record: Option<&Record>,
     wanted: Option<&Path>,
     posture: Option<Network>,
+    ports: Option<&[crate::ports::Publish]>,
 ) -> Action {
     let Some(found) = existing else { return Action::Boot };
     let facts = super::Facts::read(&found.listed, record, &[]);
@@ -764,6 +859,14 @@ pub fn action(
         && facts.posture() != Some(to)
     {
         return Action::Renetwork { from: facts.posture(), to };
+    }
+    if let Some(ports) = ports {
+        let (mut old, mut new) = (facts.publish.clone(), ports.to_vec());
+        old.sort();
+        new.sort();
+        if old != new {
+            return Action::Republish { from: facts.publish };
+        }
     }
     match found.listed.state {
         State::Running => Action::Reuse,
@@ -933,6 +1036,7 @@ mod tests {
             runtime: Some("nerdctl".into()),
             isolation: Some("container".into()),
             egress: Vec::new(),
+            publish: Vec::new(),
         }
     }
 
@@ -962,7 +1066,30 @@ mod tests {
     #[case::first_project(Some(found(State::Running, None)), Some("/p"), Action::Recreate { from: None })]
     #[case::no_project_either_way(Some(found(State::Running, None)), None, Action::Reuse)]
     fn actions(#[case] existing: Option<Found>, #[case] wanted: Option<&str>, #[case] want: Action) {
-        assert_eq!(action(existing.as_ref(), Some(&record(Some("/p"))), wanted.map(Path::new), None), want);
+        assert_eq!(action(existing.as_ref(), Some(&record(Some("/p"))), wanted.map(Path::new), None, None), want);
+    }
+
+    /// A posture or ports named differ from the sandbox's: recreated; the
+    /// same ones, or none named: kept. A project change comes first.
+    #[test]
+    fn a_named_posture_or_port_list_that_differs_recreates() {
+        use crate::ports::Publish;
+        let mut running = found(State::Running, Some("/p"));
+        running.listed.labels.insert(label::NETWORK.into(), "isolated".into());
+        running.listed.labels.insert(label::PUBLISH.into(), "127.0.0.1:3000:3000/tcp".into());
+        let act = |posture, ports: Option<&[Publish]>, project: &str| {
+            action(Some(&running), None, Some(Path::new(project)), posture, ports)
+        };
+        let same = [Publish::parse("3000").unwrap()];
+        let other = [Publish::parse("3001:3000").unwrap()];
+        assert_eq!(act(None, None, "/p"), Action::Reuse);
+        assert_eq!(act(Some(Network::Isolated), Some(&same), "/p"), Action::Reuse);
+        assert_eq!(
+            act(Some(Network::Shared), None, "/p"),
+            Action::Renetwork { from: Some(Network::Isolated), to: Network::Shared }
+        );
+        assert_eq!(act(None, Some(&other), "/p"), Action::Republish { from: same.to_vec() });
+        assert_eq!(act(Some(Network::Shared), Some(&other), "/q"), Action::Recreate { from: Some("/p".into()) });
     }
 
     /// The index is taken at its word only when it records this very

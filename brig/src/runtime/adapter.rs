@@ -21,6 +21,8 @@ pub mod label {
     pub const PROJECT: &str = "sh.brig.project";
     pub const NETWORK: &str = "sh.brig.network";
     pub const ISOLATION: &str = "sh.brig.isolation";
+    /// The published ports, `ADDRESS:HOST:GUEST/PROTO` joined by commas.
+    pub const PUBLISH: &str = "sh.brig.publish";
 }
 
 /// A sandbox's state as the runtime reports it.
@@ -82,6 +84,8 @@ pub struct BootSpec {
     pub cpus: u32,
     pub pull: Option<&'static str>,
     pub network: NetworkAttach,
+    /// Guest ports reachable at host addresses, fixed at create.
+    pub publish: Vec<crate::ports::Publish>,
     pub binds: Vec<Bind>,
     pub tmpfs: Vec<Tmpfs>,
     /// Variables set for the sandbox's whole life: name → value, handed to
@@ -237,6 +241,10 @@ pub trait Runtime: std::fmt::Debug + Send + Sync {
     /// can name; docker and hull are not enforced (spec 05 §2.5).
     fn enforces_egress(&self) -> bool {
         matches!(self.kind(), super::Kind::Nerdctl | super::Kind::Podman)
+    }
+    /// Whether a sandbox's ports can be published at create.
+    fn publishes_ports(&self) -> bool {
+        true
     }
     /// The names of the runtime's networks that start with `brig-`.
     fn brig_networks(&self) -> Result<Vec<String>, Error> {

@@ -85,6 +85,7 @@ fn boot_spec() -> BootSpec {
         cpus: 1,
         pull: Some("never"),
         network: NetworkAttach::None,
+        publish: Vec::new(),
         binds: Vec::new(),
         tmpfs: Vec::new(),
         env: Vec::new(),

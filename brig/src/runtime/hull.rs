@@ -414,6 +414,12 @@ impl Runtime for HullCli {
         false
     }
 
+    /// hull publishes ports on a live hvi sandbox only, which brig does not
+    /// drive: a `--publish` is refused rather than dropped.
+    fn publishes_ports(&self) -> bool {
+        false
+    }
+
     fn bin(&self) -> &Path {
         &self.bin
     }
@@ -539,6 +545,7 @@ mod tests {
             cpus: 4,
             pull: Some("missing"),
             network: NetworkAttach::None,
+            publish: Vec::new(),
             binds: vec![
                 Bind::rw("/Users/u/brig/claude-code", "/root"),
                 Bind::rw("/Users/u/brig/claude-code/.claude/sessions", "/root/.claude/sessions"),

@@ -553,6 +553,9 @@ impl Runtime for OciCli {
         if self.kind == Kind::Podman && crate::verify::on_loopback(&spec.image) {
             cmd = cmd.arg("--tls-verify=false");
         }
+        for publish in &spec.publish {
+            cmd = cmd.arg(format!("--publish={publish}"));
+        }
         cmd = match &spec.network {
             NetworkAttach::None => cmd.args(["--network", "none"]),
             NetworkAttach::Named(net) => cmd.args(["--network", net]),
@@ -1029,6 +1032,7 @@ mod tests {
             cpus: 1,
             pull: Some("never"),
             network: NetworkAttach::None,
+            publish: Vec::new(),
             binds: vec![super::super::adapter::Bind::rw("/h", "/root")],
             tmpfs: vec![super::super::adapter::Tmpfs {
                 path: "/root/.mem".into(),

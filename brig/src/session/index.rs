@@ -64,6 +64,9 @@ pub struct Record {
     /// is not empty.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub egress: Vec<String>,
+    /// The ports it publishes, `ADDRESS:HOST:GUEST/PROTO`.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub publish: Vec<String>,
 }
 
 impl Record {
@@ -82,6 +85,7 @@ impl Record {
             runtime: None,
             isolation: None,
             egress: Vec::new(),
+            publish: Vec::new(),
         }
     }
 }
@@ -250,6 +254,7 @@ mod tests {
             runtime: None,
             isolation: None,
             egress: Vec::new(),
+            publish: Vec::new(),
         }
     }
 
@@ -278,6 +283,7 @@ mod tests {
             runtime: None,
             isolation: None,
             egress: Vec::new(),
+            publish: Vec::new(),
         };
         let replaced = Index::update(&state, |ix| ix.insert("brig-claude-code-refactor", full.clone())).unwrap();
         assert_eq!(replaced, None);

@@ -319,6 +319,7 @@ fn create(runtime: &dyn Runtime, facts: &Facts, deadline: &Deadline) -> (Outcome
         cpus: CPUS,
         pull: Some("never"),
         network: NetworkAttach::None,
+        publish: Vec::new(),
         binds: Vec::new(),
         tmpfs: Vec::new(),
         env: Vec::new(),
