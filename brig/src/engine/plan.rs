@@ -1069,6 +1069,34 @@ mod tests {
         assert_eq!(action(existing.as_ref(), Some(&record(Some("/p"))), wanted.map(Path::new), None, None), want);
     }
 
+    /// Policies are held on nerdctl and podman only; docker and hull say
+    /// why, and a glob is refused only where it would have to act.
+    #[test]
+    fn egress_is_enforced_only_where_brig_writes_the_rules() {
+        use crate::runtime::{HullCli, Kind, OciCli};
+        let doc = |default: &str, list: &str, rule: &str| {
+            let text = format!(
+                "apiVersion: brig.sh/v1alpha1\nname: p\negress:\n  default: {default}\n  {list}:\n    - {rule}\n"
+            );
+            crate::policy::Joined::join(&[crate::policy::parse(&text, "p").unwrap()]).unwrap()
+        };
+        let env = crate::environment::Environment::from_pairs([("PATH", "/usr/sbin:/usr/bin:/sbin:/bin")]);
+        let plain = doc("deny", "allow", "cidr: 192.0.2.0/24");
+        let docker = OciCli::new(Kind::Docker, "/bin/false".into(), None);
+        let hull = HullCli::new("/bin/false".into(), Some("vz".into()));
+        assert!(egress_unenforceable(&env, &docker, &plain).unwrap().contains("on docker"));
+        assert!(egress_unenforceable(&env, &hull, &plain).unwrap().contains("on hull"));
+        let nerdctl = OciCli::new(Kind::Nerdctl, "/bin/false".into(), None);
+        let firewall = crate::firewall::capable(&env);
+        assert_eq!(egress_unenforceable(&env, &nerdctl, &plain), firewall.clone().err());
+        if firewall.is_ok() {
+            let glob = doc("deny", "allow", "host: \"*.example.com\"");
+            assert!(egress_unenforceable(&env, &nerdctl, &glob).unwrap().contains("let through"));
+            let harmless = doc("deny", "deny", "host: \"*.example.com\"");
+            assert_eq!(egress_unenforceable(&env, &nerdctl, &harmless), None);
+        }
+    }
+
     /// A posture or ports named differ from the sandbox's: recreated; the
     /// same ones, or none named: kept. A project change comes first.
     #[test]

@@ -14,6 +14,7 @@ mod resolve;
 pub mod seccomp;
 
 pub use adapter::{Bind, BootSpec, ExecSpec, Found, Hardening, Listed, Mount, NetworkAttach, Runtime, State, Tmpfs};
+pub use hull::HullCli;
 pub use invoke::runtime_words;
 pub use oci::OciCli;
 pub use resolve::{Chosen, Resolved, resolve};

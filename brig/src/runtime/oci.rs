@@ -1032,7 +1032,7 @@ mod tests {
             cpus: 1,
             pull: Some("never"),
             network: NetworkAttach::None,
-            publish: Vec::new(),
+            publish: vec![crate::ports::Publish::parse("8080:3000").unwrap()],
             binds: vec![super::super::adapter::Bind::rw("/h", "/root")],
             tmpfs: vec![super::super::adapter::Tmpfs {
                 path: "/root/.mem".into(),
@@ -1048,6 +1048,8 @@ mod tests {
         assert!(text.contains("--env-file <pipe> "), "{text}");
         assert!(!text.contains("s3cret") && !text.contains("TOKEN"), "{text}");
         assert!(text.contains("--runtime io.containerd.runc.v2"), "{text}");
+        // One word, so an address can never be read as a flag of its own.
+        assert!(text.contains(" --publish=127.0.0.1:8080:3000/tcp "), "{text}");
         assert!(text.contains("--tmpfs /root/.mem:size=16m,mode=0700,nodev,nosuid"), "{text}");
         assert!(
             text.contains("--security-opt no-new-privileges --cap-drop ALL --cap-add CHOWN"),
