@@ -244,6 +244,10 @@ pub struct SessionReport {
     pub network: Option<String>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub isolation: Option<String>,
+    /// Who root in a container guest is on the host: `host-root` (a rootful
+    /// runtime) or `uid:<n>` (rootless, the user brigd runs as).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub guest_root: Option<String>,
 }
 
 #[cfg(test)]
@@ -325,6 +329,7 @@ mod tests {
             project: None,
             network: None,
             isolation: None,
+            guest_root: None,
         }])
         .to_line();
         assert_eq!(

@@ -139,6 +139,7 @@ fn check_step(step: &crate::scenario::Step, vars: &Vars) -> Result<()> {
         StepKind::Host(op) => match op {
             HostOp::Mkdir(p)
             | HostOp::Rm(p)
+            | HostOp::RootOwn(p)
             | HostOp::Exists(p)
             | HostOp::Absent(p)
             | HostOp::IsDir(p)
@@ -209,9 +210,8 @@ pub fn trials(found: &Found, scenario: &Arc<Scenario>, runtimes: &[RuntimeName])
     };
     let mut out = Vec::new();
     for &rt in runtimes {
-        if let Some(only) = &scenario.runtimes
-            && !only.contains(&rt)
-        {
+        let lanes = scenario.runtimes.as_deref().unwrap_or(&RuntimeName::DEFAULT);
+        if !lanes.contains(&rt) {
             continue;
         }
         for row in &rows {

@@ -70,7 +70,7 @@ impl Registry {
     fn image_names(&self, bin: &Path) -> Vec<String> {
         let format = match self.runtime {
             RuntimeName::Nerdctl => "{{.Name}}",
-            RuntimeName::Podman => "{{.Repository}}:{{.Tag}}",
+            RuntimeName::Podman | RuntimeName::PodmanRootless => "{{.Repository}}:{{.Tag}}",
         };
         let Ok(out) = Command::new(bin).args(["images", "--format", format]).output() else { return Vec::new() };
         let prefix = format!("{}/", self.address);

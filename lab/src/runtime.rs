@@ -121,9 +121,58 @@ fn is_executable(path: &Path) -> bool {
     std::fs::metadata(path).is_ok_and(|m| m.is_file() && m.permissions().mode() & 0o111 != 0)
 }
 
+/// The lab's unprivileged user for the rootless lane.
+pub const ROOTLESS_USER: &str = "brig-lab";
+
+/// The rootless lane's user: uid, gid, home.
+pub fn rootless_user() -> Option<(u32, u32, PathBuf)> {
+    let passwd = std::fs::read_to_string("/etc/passwd").ok()?;
+    passwd.lines().find_map(|line| {
+        let f: Vec<&str> = line.split(':').collect();
+        (f.first() == Some(&ROOTLESS_USER) && f.len() >= 7)
+            .then(|| Some((f[2].parse().ok()?, f[3].parse().ok()?, PathBuf::from(f[5]))))
+            .flatten()
+    })
+}
+
+/// The rootless lane's runtime "binary": a script that runs podman as the
+/// lab user in that user's own environment, so that every runtime call the
+/// lab makes (listing, removing, `runtime:` and `guest:` steps) is the
+/// user's, as it would be on a desktop.
+fn rootless_podman() -> Result<PathBuf, String> {
+    if !rustix::process::geteuid().is_root() {
+        return Err("the lab is not running as root, so it cannot act as the rootless lane's user".to_owned());
+    }
+    let (uid, gid, home) =
+        rootless_user().ok_or_else(|| format!("there is no user {ROOTLESS_USER} (cargo xtask provision makes it)"))?;
+    let podman = which("podman").ok_or("podman is not on PATH")?;
+    let script = format!(
+        "#!/bin/sh\n# The lab's rootless lane: podman as {ROOTLESS_USER}.\nexec setpriv --reuid {uid} --regid {gid} --clear-groups -- env -i HOME={home} USER={ROOTLESS_USER} XDG_RUNTIME_DIR=/run/user/{uid} PATH=/usr/local/bin:/usr/bin:/bin {podman} \"$@\"\n",
+        home = home.display(),
+        podman = podman.display()
+    );
+    let path = std::env::temp_dir().join(format!("brig-lab-podman-rootless-{uid}"));
+    let tmp = path.with_extension(format!("{}.tmp", std::process::id()));
+    let written = std::fs::write(&tmp, script)
+        .and_then(|()| {
+            use std::os::unix::fs::PermissionsExt;
+            std::fs::set_permissions(&tmp, std::fs::Permissions::from_mode(0o755))
+        })
+        .and_then(|()| std::fs::rename(&tmp, &path));
+    written.map_err(|e| format!("cannot write {}: {e}", path.display()))?;
+    Ok(path)
+}
+
 fn detect_runtime(rt: RuntimeName) -> RuntimeStatus {
-    let Some(bin) = which(rt.as_str()) else {
-        return RuntimeStatus::Missing(format!("{rt} is not on PATH"));
+    let bin = match rt {
+        RuntimeName::PodmanRootless => match rootless_podman() {
+            Ok(bin) => bin,
+            Err(why) => return RuntimeStatus::Missing(why),
+        },
+        _ => match which(rt.as_str()) {
+            Some(bin) => bin,
+            None => return RuntimeStatus::Missing(format!("{rt} is not on PATH")),
+        },
     };
     if let Err(err) = call(&bin, &["ps", "-a"]) {
         return RuntimeStatus::Missing(format!("{rt} does not answer: {err:#}"));
@@ -148,7 +197,7 @@ fn detect_microvm(rt: RuntimeName) -> Option<String> {
     // installed is the lab's bar, and the release lane provisions both.
     let shim = match rt {
         RuntimeName::Nerdctl => "containerd-shim-urunc-v2",
-        RuntimeName::Podman => "krun",
+        RuntimeName::Podman | RuntimeName::PodmanRootless => "krun",
     };
     match which(shim) {
         Some(_) => None,

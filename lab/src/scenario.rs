@@ -30,7 +30,8 @@ pub struct Scenario {
     /// Several profiles from `lab/profiles/`, as for `profile`.
     #[serde(default)]
     pub profiles: Vec<String>,
-    /// Restricts the scenario to these runtimes; absent means every runtime.
+    /// Restricts the scenario to these lanes; absent means nerdctl and
+    /// podman (the rootless lane runs only scenarios that name it).
     #[serde(default)]
     pub runtimes: Option<Vec<RuntimeName>>,
     /// Runs the scenario alone, after every other trial, because it touches
@@ -92,22 +93,42 @@ impl fmt::Display for Need {
     }
 }
 
-/// A container runtime the lab drives brig against.
+/// A lane: a container runtime the lab drives brig against, and who runs it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Deserialize, JsonSchema)]
-#[serde(rename_all = "lowercase")]
+#[serde(rename_all = "kebab-case")]
 pub enum RuntimeName {
     Nerdctl,
     Podman,
+    /// podman run by the lab's unprivileged user (`brig-lab`): brig, brigd,
+    /// shell steps and the lab's own runtime calls all run as that user.
+    /// Only scenarios that name it in `runtimes` run here.
+    PodmanRootless,
 }
 
 impl RuntimeName {
-    pub const ALL: [RuntimeName; 2] = [RuntimeName::Nerdctl, RuntimeName::Podman];
+    pub const ALL: [RuntimeName; 3] = [RuntimeName::Nerdctl, RuntimeName::Podman, RuntimeName::PodmanRootless];
+
+    /// The lanes a scenario without `runtimes` runs on: the rootful ones.
+    pub const DEFAULT: [RuntimeName; 2] = [RuntimeName::Nerdctl, RuntimeName::Podman];
 
     pub fn as_str(self) -> &'static str {
         match self {
             RuntimeName::Nerdctl => "nerdctl",
             RuntimeName::Podman => "podman",
+            RuntimeName::PodmanRootless => "podman-rootless",
         }
+    }
+
+    /// The runtime binary brig is told to use (`BRIG_RUNTIME`, `{runtime}`).
+    pub fn binary(self) -> &'static str {
+        match self {
+            RuntimeName::Nerdctl => "nerdctl",
+            RuntimeName::Podman | RuntimeName::PodmanRootless => "podman",
+        }
+    }
+
+    pub fn rootless(self) -> bool {
+        self == RuntimeName::PodmanRootless
     }
 
     pub fn parse(s: &str) -> Option<Self> {
@@ -216,6 +237,10 @@ pub enum HostOp {
     Symlink(SymlinkOp),
     /// Set a path's permission bits.
     Chmod(ModeOp),
+    /// Give a path to root (the lab's own user). On the rootless lane what
+    /// `mkdir`, `write` and `symlink` make is the lane's user's, as a user's
+    /// own files are; this makes one that is not.
+    RootOwn(String),
     /// Remove a path (a directory with its contents), never following links.
     Rm(String),
     /// Assert the path exists (a dangling link counts).

@@ -161,6 +161,9 @@ struct Trial<'a> {
     daemon_starts: Cell<u32>,
     /// The trial's own OCI registry, when the scenario needs one.
     registry: RefCell<Option<crate::registry::Registry>>,
+    /// The rootless lane's user (uid, gid): brig, brigd and shell steps run
+    /// as it.
+    user: Option<(u32, u32)>,
 }
 
 /// The placeholder for the pid of the trial's last started brigd.
@@ -198,7 +201,7 @@ impl<'a> Trial<'a> {
         vars.set("state", path_str(&state)?);
         vars.set("home", path_str(&home)?);
         vars.set("profiles", path_str(&profiles)?);
-        vars.set("runtime", spec.runtime.as_str());
+        vars.set("runtime", spec.runtime.binary());
         vars.set("socket", path_str(&socket_dir.join("d.sock"))?);
         vars.set("brig", path_str(&lab.brig)?);
         vars.set("brigd", path_str(&lab.brigd)?);
@@ -233,7 +236,24 @@ impl<'a> Trial<'a> {
         env.insert("XDG_CONFIG_HOME".to_owned(), path_str(&config)?);
         env.insert("XDG_RUNTIME_DIR".to_owned(), path_str(&run_dir)?);
         env.insert("BRIG_PROFILE_DIR".to_owned(), path_str(&profiles)?);
-        env.insert("BRIG_RUNTIME".to_owned(), spec.runtime.as_str().to_owned());
+        env.insert("BRIG_RUNTIME".to_owned(), spec.runtime.binary().to_owned());
+        let user = if spec.runtime.rootless() {
+            let (uid, gid, user_home) = runtime::rootless_user().context("the rootless lane's user is gone")?;
+            // The trial gives brig a HOME of its own; podman finds the
+            // user's store through the configuration provisioning wrote.
+            let storage = user_home.join(".config/containers/storage.conf");
+            env.insert("CONTAINERS_STORAGE_CONF".to_owned(), path_str(&storage)?);
+            // podman keeps a user's runtime state in its XDG_RUNTIME_DIR:
+            // every trial of the lane shares the user's real one, as its
+            // sessions on a desktop would; the trial's files are the user's.
+            env.insert("XDG_RUNTIME_DIR".to_owned(), format!("/run/user/{uid}"));
+            for dir in [&scratch, &socket_dir] {
+                chown_tree(dir, uid, gid)?;
+            }
+            Some((uid, gid))
+        } else {
+            None
+        };
         if !spec.scenario.needs.contains(&Need::Microvm) {
             // This host has no usable KVM: the sandboxes are plain containers.
             env.insert("BRIG_ALLOW_CONTAINER_ISOLATION".to_owned(), "1".to_owned());
@@ -255,6 +275,7 @@ impl<'a> Trial<'a> {
             daemon_pid: Cell::new(None),
             daemon_starts: Cell::new(0),
             registry: RefCell::new(registry),
+            user,
         })
     }
 
@@ -324,7 +345,10 @@ impl<'a> Trial<'a> {
                 cmd.arg(&sandbox).args(&argv).env_clear().envs(&self.env).current_dir(&self.scratch);
                 (cmd, format!("{} exec {sandbox} {}", self.spec.runtime, shell_words(&argv)))
             }
-            StepKind::Host(op) => return host_op(op, vars),
+            StepKind::Host(op) => {
+                host_op(op, vars)?;
+                return self.hand_over(op, vars);
+            }
             StepKind::Sleep(ms) => {
                 std::thread::sleep(Duration::from_millis(ms));
                 return Ok(());
@@ -369,7 +393,14 @@ impl<'a> Trial<'a> {
 
     /// A command in the trial's environment, with the step's own `env`.
     fn command(&self, bin: &Path, step: &Step, vars: &Vars) -> Result<Command> {
-        let mut cmd = Command::new(bin);
+        let mut cmd = match self.user {
+            None => Command::new(bin),
+            Some((uid, gid)) => {
+                let mut cmd = Command::new("setpriv");
+                cmd.args(["--reuid", &uid.to_string(), "--regid", &gid.to_string(), "--clear-groups", "--"]).arg(bin);
+                cmd
+            }
+        };
         cmd.env_clear().envs(&self.env).current_dir(&self.scratch);
         for (name, value) in &step.env {
             cmd.env(vars.expand(name)?, vars.expand(value)?);
@@ -520,6 +551,49 @@ impl<'a> Trial<'a> {
             None => Ok(()),
         }
     }
+}
+
+impl Trial<'_> {
+    /// On the rootless lane, what a host step made (and the directories it
+    /// made on the way, inside the trial's scratch) is the lane's user's,
+    /// as a user's own files are; `root-own` gives one back to root.
+    fn hand_over(&self, op: &HostOp, vars: &Vars) -> Result<()> {
+        let made = match op {
+            HostOp::Mkdir(path) => vars.expand(path)?,
+            HostOp::Write(w) => vars.expand(&w.path)?,
+            HostOp::Symlink(s) => vars.expand(&s.link)?,
+            HostOp::RootOwn(path) => {
+                let path = PathBuf::from(vars.expand(path)?);
+                return std::os::unix::fs::lchown(&path, Some(0), Some(0))
+                    .with_context(|| format!("handing {} to root", path.display()));
+            }
+            _ => return Ok(()),
+        };
+        let Some((uid, gid)) = self.user else { return Ok(()) };
+        let mut path = Some(PathBuf::from(made));
+        while let Some(p) = path.filter(|p| p.starts_with(&self.scratch)) {
+            std::os::unix::fs::lchown(&p, Some(uid), Some(gid))
+                .with_context(|| format!("handing {} to uid {uid}", p.display()))?;
+            path = p.parent().map(Path::to_path_buf);
+        }
+        Ok(())
+    }
+}
+
+/// Hand a directory the lab made, and everything under it, to `uid`.
+fn chown_tree(dir: &Path, uid: u32, gid: u32) -> Result<()> {
+    let (owner, group) = (Some(rustix::fs::Uid::from_raw(uid)), Some(rustix::fs::Gid::from_raw(gid)));
+    rustix::fs::chown(dir, owner, group).with_context(|| format!("handing {} to uid {uid}", dir.display()))?;
+    for entry in std::fs::read_dir(dir).with_context(|| format!("listing {}", dir.display()))? {
+        let path = entry?.path();
+        if path.is_dir() && !path.is_symlink() {
+            chown_tree(&path, uid, gid)?;
+        } else {
+            std::os::unix::fs::lchown(&path, Some(uid), Some(gid))
+                .with_context(|| format!("handing {} to uid {uid}", path.display()))?;
+        }
+    }
+    Ok(())
 }
 
 /// The sandbox a guest step targets and the command it runs there.
@@ -728,6 +802,8 @@ fn host_op(op: &HostOp, vars: &Vars) -> Result<()> {
                 .with_context(|| format!("symlink {} -> {}", link.display(), target.display()))
         }
         HostOp::Chmod(m) => set_mode(&p(&m.path)?, parse_mode(&m.mode)?),
+        // Ownership is the trial's to change, after the operation.
+        HostOp::RootOwn(_) => Ok(()),
         HostOp::Rm(path) => {
             let path = p(path)?;
             match std::fs::symlink_metadata(&path) {

@@ -25,7 +25,11 @@ const STEPS: &[Step] = &[
     Step { what: "lints", args: &["clippy", "--workspace", "--all-targets", "--", "-D", "warnings"], env: &[] },
     Step { what: "unit and integration tests", args: &["test", "--workspace"], env: &[("CI", "true")] },
     Step { what: "lab guest images", args: &["xtask", "images", "--claude-code"], env: &[] },
-    Step { what: "the lab", args: &["xtask", "lab"], env: &[("LAB_REQUIRE", "nerdctl,podman,second-uid")] },
+    Step {
+        what: "the lab",
+        args: &["xtask", "lab"],
+        env: &[("LAB_REQUIRE", "nerdctl,podman,podman-rootless,second-uid")],
+    },
 ];
 
 pub fn run(args: &[String]) -> anyhow::Result<()> {
@@ -66,7 +70,7 @@ mod tests {
         let ci = env("unit and integration tests").iter().find(|(k, _)| *k == "CI").map(|(_, v)| v.as_ref());
         assert!(forbids_skipping(ci), "the test step must set CI");
         let (_, required) = env("the lab").iter().find(|(k, _)| *k == "LAB_REQUIRE").unwrap();
-        for need in ["nerdctl", "podman", "second-uid"] {
+        for need in ["nerdctl", "podman", "podman-rootless", "second-uid"] {
             assert!(required.split(',').any(|r| r == need), "LAB_REQUIRE lacks {need}: {required}");
         }
     }

@@ -48,6 +48,13 @@ pub fn run_lab(args: &[String], probe_log: Option<&Path>) -> Result<()> {
         cargo(&root, &["xtask", "images", "--claude-code"]).context("building the lab guest images")?;
     }
 
+    // The rootless lane's user has a store of its own.
+    if wanted_runtimes().contains(&"podman") && crate::rootless::user().is_some() {
+        for image in [LAB_IMAGE, CLAUDE_CODE_IMAGE] {
+            crate::rootless::ensure_image(image).context("the rootless lane's guest images")?;
+        }
+    }
+
     let bin_dir = target_dir(&root).join("debug");
     let mut lab = Command::new(bin_dir.join("lab"));
     lab.args(args).env("LAB_BRIG", bin_dir.join("brig")).current_dir(&root);

@@ -9,6 +9,7 @@ mod images;
 mod lab;
 mod provision;
 mod report;
+mod rootless;
 mod try_it;
 
 use std::process::ExitCode;

@@ -39,6 +39,9 @@ const PACKAGES: &[&str] = &[
     "openssl",
     "git",
     "keyutils",
+    // The rootless lane: subordinate-id helpers and the user's network.
+    "uidmap",
+    "slirp4netns",
 ];
 
 /// nerdctl 1.7.x is the last line that still talks to containerd 1.6, which is
@@ -245,6 +248,14 @@ pub fn run(args: &[String]) -> Result<()> {
     if let Err(err) = ensure_podman_dropin(&mut report) {
         report.add("podman drop-in", "-", "FAILED");
         report.failures.push(format!("podman drop-in: {err:#}"));
+    }
+
+    match crate::rootless::ensure_user() {
+        Ok(state) => report.add(format!("rootless user {}", crate::rootless::USER), "-", state),
+        Err(err) => {
+            report.add(format!("rootless user {}", crate::rootless::USER), "-", "FAILED");
+            report.failures.push(format!("rootless lane: {err:#}"));
+        }
     }
 
     if let Err(err) = ensure_containerd(&mut report) {

@@ -134,7 +134,8 @@ pub fn run(args: DoctorArgs, ctx: &Context) -> Result<Code, Error> {
     checks.push(runtime_check);
     checks.push(shim_check);
     checks.push(trust(env));
-    checks.push(host_isolation(env));
+    checks.push(guest_root(env, profile.as_ref()));
+    checks.push(host_isolation(env, profile.as_ref()));
     checks.push(profile_dir(env, &registry));
     checks.push(secret_store());
     checks.push(brigd(env));
@@ -408,14 +409,40 @@ fn shim(env: &Environment, adapter: &dyn Runtime) -> Check {
     }
 }
 
+/// Who root in a container guest is on the host with this runtime, run by
+/// this user: the user (rootless), or the host's root. A user who reaches
+/// a rootful runtime (docker's group) is told, since that is root's power.
+fn guest_root(env: &Environment, profile: Option<&crate::profile::Profile>) -> Check {
+    use crate::runtime::adapter::GuestRoot;
+    let Ok(runtime) = crate::runtime::resolve(env, profile.map(|p| (p.name.as_str(), p.runtime_bin.as_deref()))) else {
+        return Check::new("guest root", Mark::Absent, "no runtime".to_owned());
+    };
+    let root = GuestRoot::of(runtime.kind);
+    match root {
+        GuestRoot::HostRoot if !rustix::process::geteuid().is_root() => Check::problem(
+            "guest root",
+            format!("in a container sandbox: {} ({} runs as root for you)", root.describe(), runtime.kind),
+            "use rootless podman, where root in the guest is you",
+        ),
+        _ => Check::new("guest root", Mark::Ok, format!("in a container sandbox: {}", root.describe())),
+    }
+}
+
 /// Whether brig can keep an isolated sandbox from the host here: root, and
 /// nftables to write the rules with.
-fn host_isolation(env: &Environment) -> Check {
-    match crate::firewall::capable(env) {
-        Ok(nft) => Check::new(
+fn host_isolation(env: &Environment, profile: Option<&crate::profile::Profile>) -> Check {
+    let Ok(runtime) = crate::runtime::resolve(env, profile.map(|p| (p.name.as_str(), p.runtime_bin.as_deref()))) else {
+        return Check::new(
+            "network",
+            Mark::Absent,
+            "no runtime, so no sandbox network to keep from the host".to_owned(),
+        );
+    };
+    match crate::firewall::capable(env, runtime.kind, &runtime.bin) {
+        Ok(writer) => Check::new(
             "network",
             Mark::Ok,
-            format!("isolated sandboxes are kept from the host and from each other with nftables ({})", nft.display()),
+            format!("isolated sandboxes are kept from the host and from each other with {}", writer.describe()),
         ),
         Err(why) => Check::problem(
             "network",

@@ -114,6 +114,11 @@ fn render(data: &PlanData, source: Option<&HomeSource>, ctx: &Context) -> String
         ("ports", crate::cli::ports_line(&data.ports)),
         ("credentials", credentials),
     ];
+    if let Some(h) = &data.hardening {
+        // Who root in the guest is on the host: what a rootless runtime
+        // changes, said where the isolation is.
+        rows.insert(5, ("guest root", h.guest_root.describe()));
+    }
     if let Some(refused) = &data.refused {
         rows.push(("REFUSED", format!("exit {}: {}", refused.code, escaped(&refused.error))));
     }

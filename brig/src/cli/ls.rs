@@ -37,6 +37,9 @@ struct Row {
     project: Option<PathBuf>,
     network: Option<String>,
     isolation: Option<String>,
+    /// Who root in a container guest is on the host (`host-root`,
+    /// `uid:<n>`); `null` for a microVM or when unknown.
+    guest_root: Option<String>,
 }
 
 pub fn run(_args: LsArgs, ctx: &Context) -> Result<Code, Error> {
@@ -46,13 +49,13 @@ pub fn run(_args: LsArgs, ctx: &Context) -> Result<Code, Error> {
     let names: Vec<String> = registry.entries().iter().map(|e| e.profile.name.clone()).collect();
 
     let listing = match engine.open_runtime_for_listing(None) {
-        Ok(runtime) => runtime.list().map_err(|e| e.to_string()),
+        Ok(runtime) => runtime.list().map(|l| (runtime.kind(), l)).map_err(|e| e.to_string()),
         // Nothing installed: say so and show what brig remembers.
         Err(Error::Runtime(runtime::Error::NoneFound)) => Err(runtime::Error::NoneFound.to_string()),
         Err(err) => return Err(err),
     };
     let rows: Vec<Row> = match &listing {
-        Ok(listed) => listed.iter().map(|l| listed_row(l, index.get(&l.name), &names)).collect(),
+        Ok((kind, listed)) => listed.iter().map(|l| listed_row(l, index.get(&l.name), &names, *kind)).collect(),
         Err(words) => {
             engine.warnings.push(format!("cannot ask the runtime, so every state is unknown: {words}"));
             index
@@ -81,8 +84,9 @@ pub fn run(_args: LsArgs, ctx: &Context) -> Result<Code, Error> {
     Ok(Code::Success)
 }
 
-fn listed_row(listed: &Listed, record: Option<&Record>, names: &[String]) -> Row {
+fn listed_row(listed: &Listed, record: Option<&Record>, names: &[String], kind: runtime::Kind) -> Row {
     let facts = Facts::read(listed, record, names);
+    let guest_root = runtime::adapter::GuestRoot::word_for(facts.isolation.as_deref(), kind);
     Row {
         reference: facts.reference(),
         agent: facts.agent().map(str::to_owned),
@@ -99,6 +103,7 @@ fn listed_row(listed: &Listed, record: Option<&Record>, names: &[String]) -> Row
         project: facts.project,
         network: facts.network,
         isolation: facts.isolation,
+        guest_root,
     }
 }
 
@@ -115,6 +120,7 @@ fn unknown_row(sandbox: &str, record: &Record, words: &str) -> Row {
         project: record.project.clone(),
         network: record.network.clone(),
         isolation: None,
+        guest_root: None,
     }
 }
 

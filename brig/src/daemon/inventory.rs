@@ -20,6 +20,7 @@ pub struct Known {
     pub project: Option<String>,
     pub network: Option<String>,
     pub isolation: Option<String>,
+    pub guest_root: Option<String>,
 }
 
 /// A session's liveness as read from the runtime for one report.
@@ -48,6 +49,7 @@ impl Known {
             project: self.project.clone(),
             network: self.network.clone(),
             isolation: self.isolation.clone(),
+            guest_root: self.guest_root.clone(),
         }
     }
 }
@@ -99,6 +101,7 @@ mod tests {
             project: None,
             network: Some("isolated".into()),
             isolation: None,
+            guest_root: None,
         }
     }
 

@@ -235,7 +235,8 @@ impl Engine<'_> {
                 unresolved.join(", ")
             ));
         }
-        crate::firewall::apply(self.env, sandbox, &bridge, egress.as_ref())?;
+        let writer = crate::firewall::writer_for(self.env, runtime, sandbox)?;
+        crate::firewall::apply(&writer, sandbox, &bridge, egress.as_ref())?;
         Ok(())
     }
 
@@ -280,7 +281,7 @@ impl Engine<'_> {
         if plan.resolved.network != Network::Isolated {
             // Leaving its own network: the network and its rules go too.
             plan.runtime.remove_network(&boot::network_name(sandbox))?;
-            crate::firewall::remove(self.env, sandbox)?;
+            crate::firewall::remove_for(self.env, plan.runtime.as_ref(), sandbox)?;
         }
         self.boot(plan, home, record, false, &chosen)?;
         Ok(chosen.image)
@@ -364,7 +365,7 @@ impl Engine<'_> {
     fn clean_failed_boot(&mut self, runtime: &dyn Runtime, sandbox: &str, home: &GuestHome, created: bool) {
         let _ = runtime.remove(sandbox);
         let _ = runtime.remove_network(&boot::network_name(sandbox));
-        let _ = crate::firewall::remove(self.env, sandbox);
+        let _ = crate::firewall::remove_for(self.env, runtime, sandbox);
         if !created || home.source != HomeSource::Default {
             return;
         }

@@ -42,7 +42,10 @@ impl Facts {
             home: get(label::HOME).map(PathBuf::from).or_else(|| record.map(|r| r.home.clone())),
             home_created: get(label::HOME_CREATED).map(|v| v == "true").or(record.map(|r| r.home_created_by_brig)),
             project,
-            network: get(label::NETWORK).map(str::to_owned).or_else(|| record.and_then(|r| r.network.clone())),
+            network: get(label::NETWORK)
+                .map(str::to_owned)
+                .or_else(|| record.and_then(|r| r.network.clone()))
+                .or_else(|| get(label::NETWORK_SEEN).map(str::to_owned)),
             isolation: get(label::ISOLATION).map(str::to_owned),
             publish: get(label::PUBLISH)
                 .map(crate::ports::from_label)

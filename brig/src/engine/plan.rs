@@ -464,6 +464,14 @@ impl Engine<'_> {
         }
         let asked = resolved.network_asked.then_some(resolved.network);
         posture_known(existing.as_ref(), record.as_ref(), asked, sandbox)?;
+        if asked.is_none()
+            && let Some(posture) =
+                existing.as_ref().and_then(|f| super::Facts::read(&f.listed, record.as_ref(), &[]).posture())
+        {
+            // A sandbox kept as it is has the posture it has: what `info`
+            // says and what is recorded, whatever a new one would get.
+            resolved.network = posture;
+        }
         let step = action(
             existing.as_ref(),
             record.as_ref(),
@@ -758,7 +766,7 @@ pub fn egress_unenforceable(
     if !runtime.enforces_egress() {
         return Some(format!("brig does not enforce egress policies on {}", runtime.kind()));
     }
-    if let Err(why) = crate::firewall::capable(env) {
+    if let Err(why) = crate::firewall::capable(env, runtime.kind(), runtime.bin()) {
         return Some(why);
     }
     egress.unenforceable_glob().map(|glob| {
@@ -1087,8 +1095,15 @@ mod tests {
         assert!(egress_unenforceable(&env, &docker, &plain).unwrap().contains("on docker"));
         assert!(egress_unenforceable(&env, &hull, &plain).unwrap().contains("on hull"));
         let nerdctl = OciCli::new(Kind::Nerdctl, "/bin/false".into(), None);
-        let firewall = crate::firewall::capable(&env);
+        let firewall = crate::firewall::capable(&env, Kind::Nerdctl, Path::new("/bin/false")).map(drop);
         assert_eq!(egress_unenforceable(&env, &nerdctl, &plain), firewall.clone().err());
+        // Rootless podman writes them in its own namespace: enforced as a
+        // user too, wherever nft is installed.
+        let podman = OciCli::new(Kind::Podman, "/bin/false".into(), None);
+        assert_eq!(
+            egress_unenforceable(&env, &podman, &plain).is_none(),
+            firewall.is_ok() || crate::firewall::capable(&env, Kind::Podman, Path::new("/bin/false")).is_ok()
+        );
         if firewall.is_ok() {
             let glob = doc("deny", "allow", "host: \"*.example.com\"");
             assert!(egress_unenforceable(&env, &nerdctl, &glob).unwrap().contains("let through"));

@@ -85,7 +85,7 @@ impl Engine<'_> {
                 continue;
             }
             runtime.remove_network(&boot::network_name(&sandbox))?;
-            crate::firewall::remove(self.env, &sandbox)?;
+            crate::firewall::remove_for(self.env, runtime, &sandbox)?;
             pruned.push(sandbox);
         }
         Ok(pruned)
@@ -119,7 +119,7 @@ impl Engine<'_> {
         lock.bump()?;
         runtime.remove(sandbox)?;
         runtime.remove_network(&boot::network_name(sandbox))?;
-        crate::firewall::remove(self.env, sandbox)?;
+        crate::firewall::remove_for(self.env, runtime, sandbox)?;
         let emptied = deletes_home && home::remove_default_home(&state_dir, sandbox)?;
         Index::update(&state_dir, |index| match (index.get(sandbox).cloned(), emptied) {
             (Some(mut record), true) => {

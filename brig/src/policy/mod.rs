@@ -137,6 +137,11 @@ impl Net {
         Some(Net { addr, prefix })
     }
 
+    /// Whether `ip` lies in this network.
+    pub fn contains(&self, ip: IpAddr) -> bool {
+        Net::parse(&format!("{ip}/{}", self.prefix)).is_some_and(|n| n == *self)
+    }
+
     /// A single address as a network of one.
     pub fn host(addr: IpAddr) -> Net {
         Net { addr, prefix: if addr.is_ipv4() { 32 } else { 128 } }

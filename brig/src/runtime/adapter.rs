@@ -23,6 +23,10 @@ pub mod label {
     pub const ISOLATION: &str = "sh.brig.isolation";
     /// The published ports, `ADDRESS:HOST:GUEST/PROTO` joined by commas.
     pub const PUBLISH: &str = "sh.brig.publish";
+    /// Not a label on the sandbox: the posture brig read from the runtime's
+    /// own account of the sandbox's network, for one made without brig's
+    /// labels (spec 05 §2.3). Whatever a label of this name said is replaced.
+    pub const NETWORK_SEEN: &str = "sh.brig.network-seen";
 }
 
 /// A sandbox's state as the runtime reports it.
@@ -155,6 +159,16 @@ impl GuestRoot {
         } else {
             GuestRoot::User { uid: euid.as_raw() }
         }
+    }
+
+    /// The word `ls --json` and brigd report for a sandbox of `isolation`
+    /// (`host-root`, `uid:<n>`); none for a microVM, whose guest has its
+    /// own kernel.
+    pub fn word_for(isolation: Option<&str>, kind: Kind) -> Option<String> {
+        (isolation == Some("container")).then(|| match GuestRoot::of(kind) {
+            GuestRoot::HostRoot => "host-root".to_owned(),
+            GuestRoot::User { uid } => format!("uid:{uid}"),
+        })
     }
 
     pub fn describe(self) -> String {

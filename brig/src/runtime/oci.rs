@@ -260,6 +260,53 @@ struct Inspected {
     /// `null` in nerdctl's answer for a sandbox without mounts.
     #[serde(default)]
     mounts: Option<Vec<InspectedMount>>,
+    #[serde(default)]
+    host_config: Option<InspectedHostConfig>,
+    #[serde(default)]
+    network_settings: Option<InspectedNetworks>,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(rename_all = "PascalCase")]
+struct InspectedHostConfig {
+    #[serde(default)]
+    network_mode: Option<String>,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(rename_all = "PascalCase")]
+struct InspectedNetworks {
+    #[serde(default)]
+    networks: Option<BTreeMap<String, serde_json::Value>>,
+}
+
+/// The posture of a sandbox's network as the runtime tells it (spec 05
+/// §2.3): no network is offline; the runtime's default network or brig's
+/// shared one is shared; the sandbox's own network is isolated; anything
+/// else (the host's network, several, another's) is no posture brig knows.
+/// nerdctl names the networks in its `nerdctl/networks` label (and reports
+/// an `unknown-eth0` interface); podman and docker in `NetworkSettings`.
+fn posture_seen(name: &str, e: &Inspected) -> Option<&'static str> {
+    let labels = e.config.as_ref().and_then(|c| c.labels.as_ref());
+    let networks: Vec<String> = match labels.and_then(|l| l.get("nerdctl/networks")) {
+        Some(list) => serde_json::from_str(list).ok()?,
+        None => {
+            match e.host_config.as_ref().and_then(|h| h.network_mode.as_deref()) {
+                Some("none") => return Some("offline"),
+                // Rootless podman's default: the user's own stack, which
+                // reaches the host; no network of the sandbox's own.
+                Some("slirp4netns" | "pasta") => return Some("shared"),
+                _ => {}
+            }
+            e.network_settings.as_ref()?.networks.as_ref()?.keys().cloned().collect()
+        }
+    };
+    match networks.as_slice() {
+        [one] if one == "none" => Some("offline"),
+        [one] if one == "bridge" || one == "podman" || one == crate::engine::SHARED_NETWORK => Some("shared"),
+        [one] if *one == crate::engine::network_name(name) => Some("isolated"),
+        _ => None,
+    }
 }
 
 #[derive(Debug, Deserialize)]
@@ -398,8 +445,13 @@ pub fn parse_found(stdout: &str) -> Result<Option<Found>, FoundError> {
         },
         None => return Err(FoundError::UnknownState { name, state: String::new() }),
     };
+    let mut labels = e.config.as_ref().and_then(|c| c.labels.clone()).unwrap_or_default();
+    labels.remove(super::adapter::label::NETWORK_SEEN);
+    if let Some(posture) = posture_seen(&name, &e) {
+        labels.insert(super::adapter::label::NETWORK_SEEN.to_owned(), posture.to_owned());
+    }
     Ok(Some(Found {
-        listed: Listed { name, state, labels: e.config.and_then(|c| c.labels).unwrap_or_default() },
+        listed: Listed { name, state, labels },
         mounts: e
             .mounts
             .unwrap_or_default()
@@ -879,6 +931,36 @@ mod tests {
             assert_eq!(stopped.listed.state, State::Stopped, "{file}");
         }
         assert!(parse_found("[]").unwrap().is_none());
+    }
+
+    /// The posture read back from the runtime's own account of a sandbox's
+    /// network, and a label claiming one is never taken for it.
+    #[test]
+    fn the_network_a_runtime_reports_gives_the_posture() {
+        let seen = |text: &str| {
+            let found = parse_found(text).unwrap().unwrap();
+            found.listed.labels.get(super::super::adapter::label::NETWORK_SEEN).cloned()
+        };
+        let seen_file = |file: &str| {
+            let text = testdata(file);
+            seen(&if text.trim_start().starts_with('[') { text } else { format!("[{text}]") })
+        };
+        assert_eq!(seen_file("nerdctl-inspect.json").as_deref(), Some("isolated"));
+        assert_eq!(seen_file("nerdctl-inspect-stopped-none-format-json.txt").as_deref(), Some("offline"));
+        let podman = |mode: &str, nets: &str, labels: &str| {
+            format!(
+                r#"[{{"Name":"brig-x","State":{{"Status":"running","Running":true}},"Config":{{"Labels":{{{labels}}}}},"HostConfig":{{"NetworkMode":"{mode}"}},"NetworkSettings":{{"Networks":{{{nets}}}}}}}]"#
+            )
+        };
+        assert_eq!(seen(&podman("bridge", r#""podman":{}"#, "")).as_deref(), Some("shared"));
+        assert_eq!(seen(&podman("bridge", r#""brig-x-net":{}"#, "")).as_deref(), Some("isolated"));
+        assert_eq!(seen(&podman("none", "", "")).as_deref(), Some("offline"));
+        assert_eq!(seen(&podman("slirp4netns", "", "")).as_deref(), Some("shared"));
+        assert_eq!(seen(&podman("host", r#""host":{}"#, "")).as_deref(), None);
+        assert_eq!(seen(&podman("bridge", r#""podman":{},"other":{}"#, "")).as_deref(), None);
+        assert_eq!(seen(&podman("bridge", r#""brig-y-net":{}"#, "")).as_deref(), None, "another sandbox's network");
+        let forged = podman("host", r#""host":{}"#, r#""sh.brig.network-seen":"isolated""#);
+        assert_eq!(seen(&forged), None);
     }
 
     #[test]

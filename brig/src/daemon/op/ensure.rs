@@ -41,6 +41,10 @@ fn ensure(engine: &mut Engine<'_>, typed: &str) -> Result<(Known, Liveness), cra
         project: ensured.project.as_ref().map(|p| p.display().to_string()),
         network: Some(ensured.network.to_string()),
         isolation: Some(ensured.isolation.to_string()),
+        guest_root: crate::runtime::adapter::GuestRoot::word_for(
+            Some(&ensured.isolation.to_string()),
+            ensured.runtime.kind(),
+        ),
     };
     Ok((known, liveness))
 }

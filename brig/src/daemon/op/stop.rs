@@ -52,6 +52,7 @@ fn known_from_runtime(engine: &Engine<'_>, runtime: &dyn Runtime, session: &Sess
         workspace: workspace.display().to_string(),
         project: facts.project.map(|p| p.display().to_string()),
         network: facts.network,
+        guest_root: crate::runtime::adapter::GuestRoot::word_for(facts.isolation.as_deref(), runtime.kind()),
         isolation: facts.isolation,
     })
 }
