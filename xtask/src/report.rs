@@ -1,11 +1,12 @@
-//! `cargo xtask report reachability`: run the lab's reachability family on
-//! the runtimes here and write `manual-tests/sandbox-reachability.md` from
+//! `cargo xtask report reachability`: run the lab's reachability family
+//! (and the rootless lane's isolation scenario) on the lanes here and write `manual-tests/sandbox-reachability.md` from
 //! what it measured: the host, the versions, the isolation class, every
 //! named probe with its outcome and time, and what was left afterwards.
 //! The page is generated; the command, not an editor, changes it.
 
 use std::collections::BTreeMap;
 use std::fmt::Write as _;
+use std::fs;
 use std::process::Command;
 
 use anyhow::{Context, Result, bail};
@@ -37,7 +38,10 @@ fn reachability() -> Result<()> {
     let started = command_line("date", &["-u", "+%Y-%m-%d %H:%M UTC"]);
     // The lab's own verdict goes in the page: a failed run is reported, not
     // hidden, and the command still fails.
-    let lab = crate::lab::run_lab(&["reachability".to_owned()], Some(&log));
+    // The reachability family on every lane, and the rootless lane's own
+    // isolation scenario.
+    let lab = crate::lab::run_lab(&["reachability".to_owned()], Some(&log))
+        .and(crate::lab::run_lab(&["rootless::isolation".to_owned()], Some(&log)));
     let text = std::fs::read_to_string(&log).unwrap_or_default();
     let _ = std::fs::remove_file(&log);
     let probes: Vec<Probe> = text
@@ -66,8 +70,8 @@ fn command_line(program: &str, args: &[&str]) -> String {
 }
 
 /// How many lines of a command's output match `keep`.
-fn count(program: &str, args: &[&str], keep: impl Fn(&str) -> bool) -> String {
-    match Command::new(program).args(args).output() {
+fn count(mut cmd: Command, args: &[&str], keep: impl Fn(&str) -> bool) -> String {
+    match cmd.args(args).output() {
         Ok(out) if out.status.success() => {
             String::from_utf8_lossy(&out.stdout).lines().filter(|l| keep(l.trim())).count().to_string()
         }
@@ -107,7 +111,7 @@ fn render(started: &str, probes: &[Probe], failed: Option<&anyhow::Error>) -> St
     let _ = writeln!(
         out,
         "| shim | `io.containerd.runc.v2` (nerdctl), runc (podman) |\n\
-         | isolation | **container** (the host's kernel, under `BRIG_ALLOW_CONTAINER_ISOLATION=1`): this host has no microVM lane |"
+         | isolation | **container** (the host's kernel, under `BRIG_ALLOW_CONTAINER_ISOLATION=1`): this host has no microVM lane; the `podman-rootless` lane runs as the unprivileged user `brig-lab`, in its user namespace |"
     );
     let passed = probes.iter().filter(|p| p.passed).count();
     let verdict = match failed {
@@ -152,21 +156,40 @@ fn render(started: &str, probes: &[Probe], failed: Option<&anyhow::Error>) -> St
     let _ = writeln!(out, "## Left behind\n");
     let _ = writeln!(out, "Counted after the lab, on the whole host:\n");
     let _ = writeln!(out, "| what | {} |\n| --- |{}", runtimes.join(" | "), " --- |".repeat(runtimes.len()));
+    // Each lane's runtime as that lane runs it.
+    let runtime = |rt: &str| match rt {
+        "podman-rootless" => crate::rootless::as_user("podman").unwrap_or_else(|_| Command::new("false")),
+        other => Command::new(other),
+    };
     let row = |what: &str, cell: &dyn Fn(&str) -> String| {
         format!("| {what} | {} |\n", runtimes.iter().map(|rt| cell(rt)).collect::<Vec<_>>().join(" | "))
     };
     out.push_str(&row("`brig-` sandboxes", &|rt| {
-        count(rt, &["ps", "-a", "--format", "{{.Names}}"], |l| l.starts_with("brig-"))
+        count(runtime(rt), &["ps", "-a", "--format", "{{.Names}}"], |l| l.starts_with("brig-"))
     }));
     out.push_str(&row("`brig-` sandbox networks (`brig-shared` is kept by design)", &|rt| {
-        count(rt, &["network", "ls", "--format", "{{.Name}}"], |l| l.starts_with("brig-") && l != "brig-shared")
+        count(runtime(rt), &["network", "ls", "--format", "{{.Name}}"], |l| {
+            l.starts_with("brig-") && l != "brig-shared"
+        })
     }));
-    let tables = count("nft", &["list", "tables"], |l| l.starts_with("table inet brig_"));
-    out.push_str(&row("`inet brig_` firewall tables (both runtimes)", &|_| tables.clone()));
+    let brig_table = |l: &str| l.starts_with("table inet brig_");
+    let tables = count(Command::new("nft"), &["list", "tables"], brig_table);
+    out.push_str(&row("`inet brig_` firewall tables (the host's; the rootless lane's namespace)", &|rt| match rt {
+        "podman-rootless" => {
+            count(runtime(rt), &["unshare", "--rootless-netns", "/usr/sbin/nft", "list", "tables"], brig_table)
+        }
+        _ => tables.clone(),
+    }));
     let allocations = std::fs::read_dir("/var/lib/cni/networks")
-        .map(|d| d.flatten().filter(|e| e.file_name().to_string_lossy().starts_with("brig-")).count().to_string())
+        .map(|d| {
+            let sandbox_net = |e: &fs::DirEntry| {
+                let name = e.file_name().to_string_lossy().into_owned();
+                name.starts_with("brig-") && name != "brig-shared"
+            };
+            d.flatten().filter(sandbox_net).count().to_string()
+        })
         .unwrap_or_else(|_| "0 (no CNI allocation directory)".to_owned());
-    out.push_str(&row("CNI address allocations of `brig-` networks", &|rt| {
+    out.push_str(&row("CNI address allocations of `brig-` sandbox networks", &|rt| {
         if rt == "nerdctl" { allocations.clone() } else { "n/a (netavark)".to_owned() }
     }));
     out
