@@ -200,6 +200,17 @@ fn a_path_too_long_is_refused_before_bind_naming_limit_length_and_source() {
 }
 
 #[test]
+fn a_file_at_the_socket_path_that_is_no_socket_is_refused_and_kept() {
+    let scratch = Scratch::new("bd", "notsock");
+    let path = scratch.path("brigd.sock");
+    std::fs::write(&path, "a user's file").unwrap();
+    let (code, _, stderr) = scratch.run(env!("CARGO_BIN_EXE_brigd"), &["--socket", path.to_str().unwrap()], &[]);
+    assert_eq!(code, 1, "{stderr}");
+    assert!(stderr.contains("exists and is not a socket; remove it or choose another --socket"), "{stderr}");
+    assert_eq!(std::fs::read_to_string(&path).unwrap(), "a user's file", "the file is untouched");
+}
+
+#[test]
 fn a_second_daemon_is_refused_naming_the_pid_and_the_first_keeps_serving() {
     let scratch = Scratch::new("bd", "second");
     let daemon = scratch.daemon(&[]);

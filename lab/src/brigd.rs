@@ -40,6 +40,8 @@ pub struct Daemon {
     pub socket: PathBuf,
     pub stdout: PathBuf,
     pub stderr: PathBuf,
+    /// Started with its socket handed in (`activated`): the socket outlives it.
+    pub handed_in: bool,
     started: Instant,
     reaped: bool,
 }
@@ -58,7 +60,7 @@ impl Daemon {
         let started = Instant::now();
         let child = cmd.spawn().with_context(|| format!("cannot start {shown}"))?;
         let pid = child.id();
-        let mut daemon = Daemon { child, pid, socket, stdout, stderr, started, reaped: false };
+        let mut daemon = Daemon { child, pid, socket, stdout, stderr, handed_in: false, started, reaped: false };
         let deadline = started + START_TIMEOUT;
         loop {
             if let Some(status) = daemon.child.try_wait().context("waiting for brigd")? {

@@ -74,9 +74,10 @@ pub fn load(path: &Path) -> Result<Scenario> {
 /// values, so an unknown placeholder is reported before anything runs.
 pub fn check_placeholders(scenario: &Scenario) -> Result<()> {
     let mut base = Vars::new();
-    for name in
-        ["t", "scratch", "state", "home", "profiles", "runtime", "socket", "brig", "brigd", "sampler", "fixtures"]
-    {
+    for name in [
+        "t", "scratch", "state", "home", "profiles", "runtime", "socket", "brig", "brigd", "sampler", "fixtures",
+        "run-dir", "uid", "nft",
+    ] {
         base.set(name, format!("x{name}"));
     }
     // Only a scenario that needs a registry has one.
@@ -210,16 +211,18 @@ pub fn trials(found: &Found, scenario: &Arc<Scenario>, runtimes: &[RuntimeName])
     };
     let mut out = Vec::new();
     for &rt in runtimes {
-        let lanes = scenario.runtimes.as_deref().unwrap_or(&RuntimeName::DEFAULT);
-        if !lanes.contains(&rt) {
-            continue;
-        }
+        let not_here = match scenario.not_on.get(&rt) {
+            Some(why) => Some(format!("not run on {rt}: {}", why.trim())),
+            None if scenario.lanes().contains(&rt) => None,
+            None => continue,
+        };
         for row in &rows {
             out.push(TrialSpec {
                 name: trial_name(rt, &found.family, &found.name, row.as_deref()),
                 runtime: rt,
                 scenario: Arc::clone(scenario),
                 row: row.clone(),
+                not_here: not_here.clone(),
             });
         }
     }

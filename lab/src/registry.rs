@@ -25,10 +25,19 @@ pub struct Registry {
     pub address: String,
     runtime: RuntimeName,
     runtime_bin: Option<PathBuf>,
+    /// The rootless lane's user (uid, gid): the registry runs as it, so the
+    /// trial's own steps may stop it, and its names are cleaned from that
+    /// user's store.
+    user: Option<(u32, u32)>,
 }
 
 impl Registry {
-    pub fn start(scratch: &Path, runtime: RuntimeName, runtime_bin: Option<PathBuf>) -> Result<Registry> {
+    pub fn start(
+        scratch: &Path,
+        runtime: RuntimeName,
+        runtime_bin: Option<PathBuf>,
+        user: Option<(u32, u32)>,
+    ) -> Result<Registry> {
         let bin = which("docker-registry").or_else(|| which("registry")).context("no docker-registry on PATH")?;
         // A port the kernel says is free now; the registry takes it a moment
         // later, and a trial that loses that race fails loudly below.
@@ -46,7 +55,14 @@ impl Registry {
             ),
         )?;
         let log = std::fs::File::create(dir.join("log"))?;
-        let child = Command::new(&bin)
+        if let Some((uid, gid)) = user {
+            let (owner, group) = (Some(rustix::fs::Uid::from_raw(uid)), Some(rustix::fs::Gid::from_raw(gid)));
+            for path in [&dir, &config] {
+                rustix::fs::chown(path, owner, group)
+                    .with_context(|| format!("handing {} to uid {uid}", path.display()))?;
+            }
+        }
+        let child = as_user(&bin, user)
             .arg("serve")
             .arg(&config)
             .stdin(Stdio::null())
@@ -55,7 +71,7 @@ impl Registry {
             .spawn()
             .with_context(|| format!("starting {}", bin.display()))?;
         std::fs::File::create(scratch.join("registry.pid"))?.write_all(child.id().to_string().as_bytes())?;
-        let registry = Registry { child, address, runtime, runtime_bin };
+        let registry = Registry { child, address, runtime, runtime_bin, user };
         let deadline = Instant::now() + Duration::from_secs(15);
         while TcpStream::connect((Ipv4Addr::LOCALHOST, port)).is_err() {
             if Instant::now() > deadline {
@@ -72,7 +88,7 @@ impl Registry {
             RuntimeName::Nerdctl => "{{.Name}}",
             RuntimeName::Podman | RuntimeName::PodmanRootless => "{{.Repository}}:{{.Tag}}",
         };
-        let Ok(out) = Command::new(bin).args(["images", "--format", format]).output() else { return Vec::new() };
+        let Ok(out) = as_user(bin, self.user).args(["images", "--format", format]).output() else { return Vec::new() };
         let prefix = format!("{}/", self.address);
         String::from_utf8_lossy(&out.stdout)
             .lines()
@@ -91,8 +107,22 @@ impl Drop for Registry {
             for name in self.image_names(bin) {
                 // By name: podman only untags an image that has other
                 // names, which the lab's own image always has.
-                let _ = Command::new(bin).args(["rmi", &name]).stdout(Stdio::null()).stderr(Stdio::null()).status();
+                let _ =
+                    as_user(bin, self.user).args(["rmi", &name]).stdout(Stdio::null()).stderr(Stdio::null()).status();
             }
         }
     }
+}
+
+/// `program`, run as `user` through `setpriv` when one is given, with the
+/// rootless lane's runtime environment.
+fn as_user(program: &Path, user: Option<(u32, u32)>) -> Command {
+    let Some((uid, gid)) = user else { return Command::new(program) };
+    let mut cmd = Command::new("setpriv");
+    cmd.args(["--reuid", &uid.to_string(), "--regid", &gid.to_string(), "--clear-groups", "--"]).arg(program);
+    cmd.env("XDG_RUNTIME_DIR", format!("/run/user/{uid}"));
+    if let Some((_, _, home)) = crate::runtime::rootless_user() {
+        cmd.env("HOME", &home).env("CONTAINERS_STORAGE_CONF", home.join(".config/containers/storage.conf"));
+    }
+    cmd
 }

@@ -34,6 +34,12 @@ pub struct Scenario {
     /// podman (the rootless lane runs only scenarios that name it).
     #[serde(default)]
     pub runtimes: Option<Vec<RuntimeName>>,
+    /// Lanes the scenario does not run on, each with why: its trials there
+    /// are listed as ignored with that reason. A scenario either runs on the
+    /// rootless lane or says here why it cannot, so nothing leaves that lane
+    /// in silence.
+    #[serde(default)]
+    pub not_on: BTreeMap<RuntimeName, String>,
     /// Runs the scenario alone, after every other trial, because it touches
     /// state that other trials share (such as `brig rm --all`). It is ignored
     /// when the runtime already lists `brig-` sandboxes the lab did not create.
@@ -327,6 +333,12 @@ pub struct BrigdStart {
     /// directory is handed to that uid first. Needs `second-uid`.
     #[serde(default)]
     pub as_uid: Option<u32>,
+    /// Start brigd as a systemd socket unit does, through
+    /// `systemd-socket-activate -l <socket>`: the socket exists before
+    /// brigd, which is started at the first connection with the listening
+    /// socket handed in (`LISTEN_FDS`). `args` default to none.
+    #[serde(default)]
+    pub activated: bool,
 }
 
 /// An empty mapping, `{}`.
@@ -659,6 +671,11 @@ impl Scenario {
         if let Some(runtimes) = &self.runtimes {
             ensure!(!runtimes.is_empty(), "runtimes, when given, names at least one");
         }
+        for (lane, why) in &self.not_on {
+            ensure!(!self.lanes().contains(lane), "not-on names {lane}, which the scenario runs on");
+            ensure!(!why.trim().is_empty(), "not-on must say why the scenario cannot run on {lane}");
+        }
+
         let mut tables = 0;
         for (i, step) in self.steps.iter().enumerate() {
             step.check(false).with_context(|| format!("step {}", i + 1))?;
@@ -668,6 +685,11 @@ impl Scenario {
         }
         ensure!(tables <= 1, "a scenario holds at most one table");
         Ok(())
+    }
+
+    /// The lanes the scenario runs on.
+    pub fn lanes(&self) -> &[RuntimeName] {
+        self.runtimes.as_deref().unwrap_or(&RuntimeName::DEFAULT)
     }
 
     /// The profile files this scenario copies into its trials.

@@ -248,6 +248,15 @@ fn every_committed_scenario_loads_and_its_profiles_exist() {
                         problems.push(format!("{}: no profile {name}", f.path.display()));
                     }
                 }
+                // Nothing leaves the rootless lane in silence: a scenario
+                // runs there or its file says why it cannot.
+                let rootless = RuntimeName::PodmanRootless;
+                if !scenario.lanes().contains(&rootless) && !scenario.not_on.contains_key(&rootless) {
+                    problems.push(format!(
+                        "{}: neither runs on {rootless} (runtimes) nor says why it cannot (not-on)",
+                        f.path.display()
+                    ));
+                }
             }
         }
     }
@@ -261,8 +270,13 @@ fn every_committed_scenario_loads_and_its_profiles_exist() {
 fn a_missing_second_uid_skips_the_peer_check_unless_required() {
     let path = runner::default_scenarios_dir().join("brigd/peer-check.yaml");
     let scenario = Arc::new(Scenario::parse(&std::fs::read_to_string(path).unwrap()).unwrap());
-    let spec =
-        TrialSpec { name: "nerdctl::brigd::peer-check".into(), runtime: RuntimeName::Nerdctl, scenario, row: None };
+    let spec = TrialSpec {
+        name: "nerdctl::brigd::peer-check".into(),
+        runtime: RuntimeName::Nerdctl,
+        scenario,
+        row: None,
+        not_here: None,
+    };
     // The trial never starts, so no brig binary is needed.
     let mut lab = lab_without_runtimes(PathBuf::from("/nonexistent/brig"));
     lab.host.capabilities.insert(crate::scenario::Need::SecondUid, Some("the lab is not running as root".into()));
@@ -300,6 +314,7 @@ fn run_text(lab: &Lab, text: &str) -> Result<(), String> {
         runtime: RuntimeName::Nerdctl,
         scenario,
         row: None,
+        not_here: None,
     });
     // A failed trial keeps its scratch directory for a person to inspect;
     // the controls fail on purpose, so theirs is removed here.
@@ -583,4 +598,62 @@ steps:
 "#,
     )
     .unwrap();
+}
+
+/// The claims index (docs/claims.md) names only scenarios and tests that
+/// exist, and every scenario of a security family is claimed by a row: a
+/// renamed test or a new scenario nobody claims fails here.
+#[test]
+fn the_claims_index_names_what_exists_and_claims_every_security_scenario() {
+    let root = runner::default_scenarios_dir().join("..");
+    let text = std::fs::read_to_string(root.join("docs/claims.md")).unwrap();
+    let mut problems = Vec::new();
+    let mut ids = std::collections::BTreeSet::new();
+    let mut claimed = std::collections::BTreeSet::new();
+    let rows = text.lines().filter(|l| l.starts_with("| ") && !l.starts_with("| id ")).collect::<Vec<_>>();
+    assert!(rows.len() > 40, "the claims index has only {} rows", rows.len());
+    for row in rows {
+        let cells: Vec<&str> = row.trim_matches('|').split('|').map(str::trim).collect();
+        let [id, claim, made_in, proven] = cells[..] else {
+            problems.push(format!("not four cells: {row}"));
+            continue;
+        };
+        if !ids.insert(id.to_owned()) {
+            problems.push(format!("{id}: the id is used twice"));
+        }
+        if claim.is_empty() || made_in.is_empty() {
+            problems.push(format!("{id}: no claim or no page making it"));
+        }
+        if proven == "none yet" {
+            continue;
+        }
+        let refs: Vec<&str> = proven.split('`').skip(1).step_by(2).collect();
+        if refs.is_empty() {
+            problems.push(format!("{id}: proven by neither a scenario nor a test nor `none yet`"));
+        }
+        for r in refs {
+            if let Some((file, func)) = r.split_once("::") {
+                let source = std::fs::read_to_string(root.join(file)).unwrap_or_default();
+                if !source.contains(&format!("fn {func}(")) {
+                    problems.push(format!("{id}: no test {func} in {file}"));
+                }
+            } else if r.starts_with("scenarios/") && r.ends_with(".yaml") {
+                if !root.join(r).is_file() {
+                    problems.push(format!("{id}: no scenario {r}"));
+                }
+                claimed.insert(r.to_owned());
+            } else {
+                problems.push(format!("{id}: {r} is neither scenarios/<family>/<name>.yaml nor <file>::<test>"));
+            }
+        }
+    }
+    let security =
+        ["argv-leakage", "brigd", "host-powers", "reachability", "rootless", "secrets", "symlink-escapes", "verify"];
+    for f in discover::scenarios(&runner::default_scenarios_dir()) {
+        let path = format!("scenarios/{}/{}.yaml", f.family, f.name);
+        if security.contains(&f.family.as_str()) && !claimed.contains(&path) {
+            problems.push(format!("{path} is claimed by no row of docs/claims.md"));
+        }
+    }
+    assert!(problems.is_empty(), "{}", problems.join("\n"));
 }

@@ -53,11 +53,17 @@ pub struct TrialSpec {
     pub runtime: RuntimeName,
     pub scenario: Arc<Scenario>,
     pub row: Option<String>,
+    /// Why the scenario does not run on this lane (its `not-on`): the
+    /// trial is listed, ignored, with this reason.
+    pub not_here: Option<String>,
 }
 
 impl Lab {
     /// Why a trial cannot run on this host, if it cannot.
     pub fn blocker(&self, spec: &TrialSpec) -> Option<String> {
+        if let Some(why) = &spec.not_here {
+            return Some(why.clone());
+        }
         let mut needs: Vec<Need> = spec.scenario.needs.clone();
         needs.sort();
         needs.dedup();
@@ -87,6 +93,10 @@ impl Lab {
     /// Whether a blocked trial fails (`LAB_REQUIRE` names its runtime or the
     /// missing capability) rather than being ignored.
     pub fn required(&self, spec: &TrialSpec) -> bool {
+        if spec.not_here.is_some() {
+            // Declared, not missing: requiring the lane does not make it run.
+            return false;
+        }
         let named = |s: &str| self.require.iter().any(|r| r == s);
         spec.scenario.needs.iter().any(|need| match need {
             Need::Runtime => named(spec.runtime.as_str()),
@@ -209,7 +219,10 @@ impl<'a> Trial<'a> {
         vars.set("fixtures", path_str(&crate::runner::fixtures_dir())?);
         let runtime_bin = lab.host.runtimes.get(&spec.runtime).and_then(|s| s.bin().map(Path::to_path_buf));
         let registry = if spec.scenario.needs.contains(&Need::Registry) {
-            let registry = crate::registry::Registry::start(&scratch, spec.runtime, runtime_bin.clone())?;
+            // On the rootless lane the registry is the user's, as the user's
+            // own would be: the trial's steps may stop it.
+            let user = if spec.runtime.rootless() { runtime::rootless_user().map(|(u, g, _)| (u, g)) } else { None };
+            let registry = crate::registry::Registry::start(&scratch, spec.runtime, runtime_bin.clone(), user)?;
             vars.set("registry", registry.address.clone());
             Some(registry)
         } else {
@@ -254,6 +267,13 @@ impl<'a> Trial<'a> {
         } else {
             None
         };
+        // Where brig's and the runtime's sockets live for this trial.
+        vars.set("run-dir", env["XDG_RUNTIME_DIR"].clone());
+        // Who brig and brigd run as: root, or the rootless lane's user.
+        vars.set("uid", user.map_or(0, |(uid, _)| uid).to_string());
+        // nft where brig writes this lane's rules: the host's, or inside
+        // rootless podman's network namespace.
+        vars.set("nft", if user.is_some() { "podman unshare --rootless-netns nft" } else { "nft" });
         if !spec.scenario.needs.contains(&Need::Microvm) {
             // This host has no usable KVM: the sandboxes are plain containers.
             env.insert("BRIG_ALLOW_CONTAINER_ISOLATION".to_owned(), "1".to_owned());
@@ -393,7 +413,12 @@ impl<'a> Trial<'a> {
 
     /// A command in the trial's environment, with the step's own `env`.
     fn command(&self, bin: &Path, step: &Step, vars: &Vars) -> Result<Command> {
-        let mut cmd = match self.user {
+        self.command_as(bin, step, vars, self.user)
+    }
+
+    /// [`Self::command`] as `user`, or as root when `None`.
+    fn command_as(&self, bin: &Path, step: &Step, vars: &Vars, user: Option<(u32, u32)>) -> Result<Command> {
+        let mut cmd = match user {
             None => Command::new(bin),
             Some((uid, gid)) => {
                 let mut cmd = Command::new("setpriv");
@@ -420,9 +445,27 @@ impl<'a> Trial<'a> {
         };
         let args = match &start.args {
             Some(args) => vars.expand_all(args)?,
+            None if start.activated => Vec::new(),
             None => vec!["--socket".to_owned(), path_str(&socket)?],
         };
         let mut cmd = match start.as_uid {
+            None if start.activated => {
+                let mut cmd = self.command(Path::new("systemd-socket-activate"), step, vars)?;
+                cmd.arg("-l").arg(&socket);
+                // It passes on only the variables it is told to (-E NAME
+                // takes the value from its own environment).
+                let mut names: Vec<String> = self.env.keys().cloned().collect();
+                for name in step.env.keys() {
+                    names.push(vars.expand(name)?);
+                }
+                names.sort();
+                names.dedup();
+                for name in names {
+                    cmd.arg("-E").arg(name);
+                }
+                cmd.arg("--").arg(&self.lab.brigd);
+                cmd
+            }
             None => self.command(&self.lab.brigd, step, vars)?,
             Some(uid) => {
                 let owner = Some(rustix::fs::Uid::from_raw(uid));
@@ -430,7 +473,8 @@ impl<'a> Trial<'a> {
                 rustix::fs::chown(&self.socket_dir, owner, group)
                     .with_context(|| format!("handing {} to uid {uid}", self.socket_dir.display()))?;
                 let id = uid.to_string();
-                let mut cmd = self.command(Path::new("setpriv"), step, vars)?;
+                // setpriv as root: the lane's user could not become another.
+                let mut cmd = self.command_as(Path::new("setpriv"), step, vars, None)?;
                 cmd.args(["--reuid", &id, "--regid", &id, "--clear-groups", "--"]).arg(&self.lab.brigd);
                 cmd
             }
@@ -439,7 +483,8 @@ impl<'a> Trial<'a> {
         let n = self.daemon_starts.get() + 1;
         self.daemon_starts.set(n);
         let shown = format!("brigd {}", shell_words(&args));
-        let daemon = Daemon::start(cmd, socket, &self.scratch.join(format!("brigd-{n}.log")), &shown)?;
+        let mut daemon = Daemon::start(cmd, socket, &self.scratch.join(format!("brigd-{n}.log")), &shown)?;
+        daemon.handed_in = start.activated;
         self.daemon_pid.set(Some(daemon.pid));
         *self.daemon.borrow_mut() = Some(daemon);
         Ok(())
@@ -451,8 +496,12 @@ impl<'a> Trial<'a> {
         let out = daemon.signal_and_wait(rustix::process::Signal::TERM, timeout)?;
         let default = Expect::default();
         let mut problems = check_expect(step.expect.as_ref().unwrap_or(&default), &out, vars)?;
-        if std::fs::symlink_metadata(&daemon.socket).is_ok() {
+        let there = std::fs::symlink_metadata(&daemon.socket).is_ok();
+        if there && !daemon.handed_in {
             problems.push(format!("socket: {} is still there after brigd exited", daemon.socket.display()));
+        } else if !there && daemon.handed_in {
+            // The service manager's socket is its own to keep.
+            problems.push(format!("socket: brigd removed {}, which was handed in", daemon.socket.display()));
         }
         if problems.is_empty() {
             return Ok(());
@@ -490,11 +539,14 @@ impl<'a> Trial<'a> {
             Some(ms) => (bytes.chunks(8).map(<[u8]>::to_vec).collect(), Duration::from_millis(ms)),
             None => (vec![bytes], Duration::ZERO),
         };
+        // On the rootless lane a client is the lane's user unless the step
+        // names another uid: brigd there serves that user only.
+        let as_uid = request.as_uid.or(self.user.map(|(uid, _)| uid));
         let exchange = Exchange {
             socket: socket.clone(),
             pieces,
             pause,
-            as_uid: request.as_uid.map(|uid| (uid, self.lab.client.clone())),
+            as_uid: as_uid.map(|uid| (uid, self.lab.client.clone())),
             responses: request.expect.responses.len(),
             closed: request.expect.closed,
             deadline: Instant::now() + timeout,
@@ -506,7 +558,7 @@ impl<'a> Trial<'a> {
             return Ok(());
         }
         let mut shown = format!("request to {}", socket.display());
-        if let Some(uid) = request.as_uid {
+        if let Some(uid) = as_uid {
             shown.push_str(&format!(" as uid {uid}"));
         }
         if connections > 1 {

@@ -24,7 +24,10 @@ use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 use anyhow::{Context, Result, anyhow, bail, ensure};
 
-const USAGE: &str = "usage: cargo xtask bench [--reps N] [--runtime nerdctl|podman]... [--write]";
+const USAGE: &str = "usage: cargo xtask bench [--reps N] [--runtime nerdctl|podman|podman-rootless]... [--write]";
+/// The hidden argument with which the bench runs itself as the rootless
+/// lane's user and prints that lane's section.
+const AS_LANE_USER: &str = "--as-lane-user";
 const DEFAULT_REPS: usize = 10;
 const IMAGE: &str = "localhost/brig-lab/guest:latest";
 const SHIM: &str = "io.containerd.runc.v2";
@@ -32,6 +35,8 @@ const SHIM: &str = "io.containerd.runc.v2";
 /// exits at once on SIGTERM, so `stop` does not wait out a grace period.
 const PARK: &str = "trap 'exit 0' TERM INT; while :; do sleep 3600 & wait $!; done";
 const LS_MANY: usize = 25;
+/// The raw side's env file for the login exec, in the scratch directory.
+const GUEST_ENV: &str = "guest.env";
 /// `ls` with many sandboxes against `ls` with one.
 const RATIO_TARGET: f64 = 1.15;
 /// `run -d` against the raw network + run + exec it does.
@@ -54,25 +59,44 @@ const END: &str = "<!-- bench:end -->";
 pub fn run(args: &[String]) -> Result<()> {
     let opts = Options::parse(args)?;
     let root = Path::new(env!("CARGO_MANIFEST_DIR")).parent().context("xtask lives in the workspace")?.to_owned();
+    let brig = root.join("target/release/brig");
+    if opts.as_lane_user {
+        // Already the rootless lane's user, started by the run below: measure
+        // and hand the section back on stdout.
+        let rt = Rt::PodmanRootless;
+        let present = Present::probe(rt)?;
+        check_image(rt)?;
+        print!("{}", render_section(&Bench::measure(&root, &brig, present, opts.reps)?));
+        return Ok(());
+    }
 
     // Timings of a debug build would measure the compiler's settings, not brig.
     eprintln!("==> cargo build --release -p brig");
     let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".to_owned());
     let built = Command::new(&cargo).args(["build", "--release", "-q", "-p", "brig"]).current_dir(&root).status()?;
     ensure!(built.success(), "cargo build --release -p brig failed");
-    let brig = root.join("target/release/brig");
     let host = Host::probe(&brig)?;
 
     let mut sections = Vec::new();
     let mut absent = Vec::new();
     for &rt in &opts.runtimes {
+        if rt == Rt::PodmanRootless {
+            match as_lane_user(opts.reps) {
+                Ok(section) => sections.push(section),
+                Err(why) => {
+                    eprintln!("==> skipping {}: {why:#}", rt.lane());
+                    absent.push(format!("{}: {why:#}", rt.lane()));
+                }
+            }
+            continue;
+        }
         match Present::probe(rt) {
             Ok(present) => {
                 check_image(rt)?;
-                sections.push(Bench::measure(&root, &brig, present, opts.reps)?);
+                sections.push(render_section(&Bench::measure(&root, &brig, present, opts.reps)?));
             }
             Err(why) => {
-                eprintln!("==> skipping {}: {why:#}", rt.bin());
+                eprintln!("==> skipping {}: {why:#}", rt.lane());
                 absent.push(format!("{}: {why:#}", rt.bin()));
             }
         }
@@ -88,16 +112,31 @@ pub fn run(args: &[String]) -> Result<()> {
     Ok(())
 }
 
+/// The rootless lane measured as a user measures it: this bench, run again
+/// as the lab's unprivileged user (brig, brigd, the raw podman calls and the
+/// socket clients all that user's), its section read from its stdout.
+fn as_lane_user(reps: usize) -> Result<String> {
+    ensure!(rustix::process::geteuid().is_root(), "the rootless lane is started by root, which has its user run it");
+    crate::rootless::ensure_image(IMAGE)?;
+    let me = std::env::current_exe().context("finding the bench's own executable")?;
+    let mut cmd = crate::rootless::as_user(&me.to_string_lossy())?;
+    cmd.args(["bench", AS_LANE_USER, "--reps", &reps.to_string()]).stderr(Stdio::inherit());
+    let out = cmd.output().context("running the bench as the rootless lane's user")?;
+    ensure!(out.status.success(), "the bench as {} failed ({})", crate::rootless::USER, out.status);
+    String::from_utf8(out.stdout).context("the rootless section is not UTF-8")
+}
+
 #[derive(Debug)]
 struct Options {
     reps: usize,
     runtimes: Vec<Rt>,
     write: bool,
+    as_lane_user: bool,
 }
 
 impl Options {
     fn parse(args: &[String]) -> Result<Self> {
-        let mut opts = Options { reps: DEFAULT_REPS, runtimes: Vec::new(), write: false };
+        let mut opts = Options { reps: DEFAULT_REPS, runtimes: Vec::new(), write: false, as_lane_user: false };
         let mut args = args.iter();
         while let Some(arg) = args.next() {
             match arg.as_str() {
@@ -110,13 +149,15 @@ impl Options {
                     let rt = match args.next().map(String::as_str) {
                         Some("nerdctl") => Rt::Nerdctl,
                         Some("podman") => Rt::Podman,
-                        other => bail!("--runtime takes nerdctl or podman, not {other:?}"),
+                        Some("podman-rootless") => Rt::PodmanRootless,
+                        other => bail!("--runtime takes nerdctl, podman or podman-rootless, not {other:?}"),
                     };
                     if !opts.runtimes.contains(&rt) {
                         opts.runtimes.push(rt);
                     }
                 }
                 "--write" => opts.write = true,
+                AS_LANE_USER => opts.as_lane_user = true,
                 "-h" | "--help" => {
                     println!("{USAGE}");
                     std::process::exit(0);
@@ -125,7 +166,7 @@ impl Options {
             }
         }
         if opts.runtimes.is_empty() {
-            opts.runtimes = vec![Rt::Nerdctl, Rt::Podman];
+            opts.runtimes = vec![Rt::Nerdctl, Rt::Podman, Rt::PodmanRootless];
         }
         Ok(opts)
     }
@@ -136,21 +177,53 @@ impl Options {
 enum Rt {
     Nerdctl,
     Podman,
+    /// podman run by an unprivileged user: the bench measures it as that user.
+    PodmanRootless,
 }
 
 impl Rt {
     fn bin(self) -> &'static str {
         match self {
             Rt::Nerdctl => "nerdctl",
-            Rt::Podman => "podman",
+            Rt::Podman | Rt::PodmanRootless => "podman",
         }
+    }
+
+    /// The lane's name in the report.
+    fn lane(self) -> &'static str {
+        match self {
+            Rt::PodmanRootless => "podman-rootless",
+            other => other.bin(),
+        }
+    }
+
+    /// `nft` where brig writes this runtime's rules: the host's, or inside
+    /// rootless podman's network namespace.
+    fn nft(self) -> Vec<String> {
+        match self {
+            Rt::PodmanRootless => ["podman", "unshare", "--rootless-netns", "nft"].map(str::to_owned).to_vec(),
+            _ => vec!["nft".to_owned()],
+        }
+    }
+
+    /// The inet tables where brig writes this runtime's rules.
+    fn tables(self) -> Vec<String> {
+        let argv = self.nft();
+        let Ok(out) = Command::new(&argv[0]).args(&argv[1..]).args(["list", "tables", "inet"]).output() else {
+            return Vec::new();
+        };
+        String::from_utf8_lossy(&out.stdout)
+            .lines()
+            .filter_map(|line| line.strip_prefix("table inet "))
+            .map(str::to_owned)
+            .collect()
     }
 
     /// The listing format brig asks for, so the raw listing parses nothing less.
     fn list_format(self) -> &'static str {
         match self {
             Rt::Nerdctl => "{{json .}}",
-            Rt::Podman => "json",
+            Rt::Podman | Rt::PodmanRootless => "json",
         }
     }
 }
@@ -162,12 +235,20 @@ struct RawBox {
     name: String,
     net: String,
     home: PathBuf,
+    /// The guest's environment for an exec, as brig hands it over: in a
+    /// file, never in the runtime's own environment.
+    env_file: PathBuf,
 }
 
 impl RawBox {
     fn new(scratch: &Path, token: &str, kind: &str, tag: &str) -> Self {
         let name = format!("brig-bench-{token}-{kind}-{tag}");
-        RawBox { net: format!("{name}-net"), home: scratch.join("homes").join(&name), name }
+        RawBox {
+            net: format!("{name}-net"),
+            home: scratch.join("homes").join(&name),
+            env_file: scratch.join(GUEST_ENV),
+            name,
+        }
     }
 
     /// Names standing for any sandbox, for the report.
@@ -176,20 +257,20 @@ impl RawBox {
             name: "<sandbox>".into(),
             net: "<sandbox>-net".into(),
             home: PathBuf::from("<scratch>/homes/<sandbox>"),
+            env_file: Path::new("<scratch>").join(GUEST_ENV),
         }
     }
 }
 
-/// One runtime command line, with the environment it needs beyond the scratch one.
+/// One runtime command line, run in the scratch environment.
 struct Call {
     argv: Vec<String>,
-    env: Vec<(&'static str, &'static str)>,
 }
 
 fn call(rt: Rt, args: &[&str]) -> Call {
     let mut argv = vec![rt.bin().to_owned()];
     argv.extend(args.iter().map(|a| (*a).to_owned()));
-    Call { argv, env: Vec::new() }
+    Call { argv }
 }
 
 fn run_args(rt: Rt, raw: &RawBox, network: &str) -> Vec<String> {
@@ -208,7 +289,7 @@ fn run_args(rt: Rt, raw: &RawBox, network: &str) -> Vec<String> {
 fn raw_run(rt: Rt, raw: &RawBox) -> Vec<Call> {
     let create = match rt {
         Rt::Nerdctl => call(rt, &["network", "create", &raw.net]),
-        Rt::Podman => call(rt, &["network", "create", "--opt", "isolate=true", &raw.net]),
+        Rt::Podman | Rt::PodmanRootless => call(rt, &["network", "create", "--opt", "isolate=true", &raw.net]),
     };
     let run = run_args(rt, raw, &raw.net);
     let run = call(rt, &run.iter().map(String::as_str).collect::<Vec<_>>());
@@ -224,11 +305,14 @@ fn raw_isolate(rt: Rt, raw: &RawBox) -> Call {
             "nerdctl network inspect --mode native {} | sed -n 's/.*\"bridge\": \"\\([^\"]*\\)\".*/\\1/p' | head -n 1",
             raw.net
         ),
-        Rt::Podman => format!("podman network inspect --format '{{{{.NetworkInterface}}}}' {}", raw.net),
+        Rt::Podman | Rt::PodmanRootless => {
+            format!("podman network inspect --format '{{{{.NetworkInterface}}}}' {}", raw.net)
+        }
     };
     let table = raw_table(raw);
+    let nft = rt.nft().join(" ");
     let script = format!(
-        "br=$({bridge}) && nft -f - <<EOF\n\
+        "br=$({bridge}) && {nft} -f - <<EOF\n\
          add table inet {table}\n\
          delete table inet {table}\n\
          table inet {table} {{\n\
@@ -242,7 +326,7 @@ fn raw_isolate(rt: Rt, raw: &RawBox) -> Call {
          }}\n\
          EOF"
     );
-    Call { argv: vec!["sh".into(), "-c".into(), script], env: Vec::new() }
+    Call { argv: vec!["sh".into(), "-c".into(), script] }
 }
 
 /// The raw side's table: the bench's name, as brig makes its own.
@@ -266,10 +350,10 @@ fn raw_exec(rt: Rt, raw: &RawBox) -> Vec<Call> {
 /// guest's home with the profile's environment, running the command. The
 /// bench's stdin is /dev/null, so brig passes no `-i`.
 fn raw_login_exec(rt: Rt, raw: &RawBox) -> Call {
-    let args = ["exec", "-w", "/root", "-e", "HOME", "-e", "LAB_LITERAL", &raw.name];
+    let env_file = raw.env_file.display().to_string();
+    let args = ["exec", "-w", "/root", "--env-file", &env_file, &raw.name];
     let mut c = call(rt, &args);
     c.argv.extend(["bash", "-lc", "exec \"$@\"", "bash", "true"].map(str::to_owned));
-    c.env = vec![("HOME", "/root"), ("LAB_LITERAL", "1")];
     c
 }
 
@@ -288,7 +372,9 @@ fn raw_rm(rt: Rt, raw: &RawBox) -> Vec<Call> {
     vec![
         call(rt, &["rm", "-f", &raw.name]),
         call(rt, &["network", "rm", &raw.net]),
-        Call { argv: ["nft", "delete", "table", "inet", &table].map(str::to_owned).to_vec(), env: Vec::new() },
+        // As brig removes it: a table already gone (rootless podman drops
+        // its namespace with the user's last container) is no error.
+        Call { argv: [rt.nft(), vec![format!("add table inet {table}; delete table inet {table}")]].concat() },
     ]
 }
 
@@ -492,12 +578,12 @@ impl<'a> Bench<'a> {
             ls: Vec::new(),
             daemon: DaemonFacts::default(),
         };
-        eprintln!("==> {}: token {}, scratch {}", rt.bin(), bench.scratch.token, bench.scratch.dir.display());
+        eprintln!("==> {}: token {}, scratch {}", rt.lane(), bench.scratch.token, bench.scratch.dir.display());
         // The warm-up repetition is untimed: it fills caches on both sides and
         // records, with --verbose, every runtime call brig makes.
         bench.lifecycle(&bench.rep(0, true))?;
         for i in 0..reps {
-            eprintln!("==> {}: run -d, sh, stop, rm: repetition {}/{reps}", rt.bin(), i + 1);
+            eprintln!("==> {}: run -d, sh, stop, rm: repetition {}/{reps}", rt.lane(), i + 1);
             bench.lifecycle(&bench.rep(i, false))?;
         }
         bench.ls_rounds(reps)?;
@@ -525,8 +611,9 @@ impl<'a> Bench<'a> {
         let name = match self.rt {
             Rt::Nerdctl => lab::scenario::RuntimeName::Nerdctl,
             Rt::Podman => lab::scenario::RuntimeName::Podman,
+            Rt::PodmanRootless => lab::scenario::RuntimeName::PodmanRootless,
         };
-        let registry = lab::registry::Registry::start(&self.scratch.dir, name, Some(self.rt.bin().into()))?;
+        let registry = lab::registry::Registry::start(&self.scratch.dir, name, Some(self.rt.bin().into()), None)?;
         let fx = self.scratch.dir.join("fx");
         let mut fixture = Command::new("sh");
         fixture.arg(root.join("lab/fixtures/verify.sh")).arg(&registry.address).arg(&fx);
@@ -541,7 +628,7 @@ impl<'a> Bench<'a> {
         let mut facts =
             VerifyFacts { cold_ms: 0.0, warm_ms: Vec::new(), run_verified: Vec::new(), run_off: Vec::new() };
         for i in 0..=reps {
-            eprintln!("==> {}: run -d verified and off: round {}/{}", self.rt.bin(), i + 1, reps + 1);
+            eprintln!("==> {}: run -d verified and off: round {}/{}", self.rt.lane(), i + 1, reps + 1);
             let on = [
                 ("BRIG_VERIFY", "require"),
                 ("BRIG_VERIFY_REGISTRY", prefix.as_str()),
@@ -651,7 +738,7 @@ impl<'a> Bench<'a> {
         let rounds = [(1, Lane::LsBrigOne, Lane::LsRawOne), (LS_MANY, Lane::LsBrigMany, Lane::LsRawMany)];
         let mut started = 0;
         for (count, brig_lane, raw_lane) in rounds {
-            eprintln!("==> {}: ls with {count} sandbox(es)", self.rt.bin());
+            eprintln!("==> {}: ls with {count} sandbox(es)", self.rt.lane());
             for b in &boxes[started..count] {
                 self.brig_timed(&["run", "-d", &b.reference])?;
             }
@@ -676,7 +763,7 @@ impl<'a> Bench<'a> {
         for i in 0..reps {
             eprintln!(
                 "==> {}: run -d, sh, stop, rm among {LS_MANY} others: repetition {}/{reps}",
-                self.rt.bin(),
+                self.rt.lane(),
                 i + 1
             );
             let mut rep = self.rep(i, false);
@@ -686,7 +773,7 @@ impl<'a> Bench<'a> {
             self.lifecycle(&rep)?;
         }
         self.crowd = false;
-        eprintln!("==> {}: removing the ls sandboxes", self.rt.bin());
+        eprintln!("==> {}: removing the ls sandboxes", self.rt.lane());
         for b in &boxes {
             self.brig_timed(&["rm", "-q", &b.reference])?;
         }
@@ -704,7 +791,7 @@ impl<'a> Bench<'a> {
         let rounds = [(1, Lane::StatusOne, Lane::StatusRawOne), (LS_MANY, Lane::StatusMany, Lane::StatusRawMany)];
         let mut started = 0;
         for (count, daemon_lane, raw_lane) in rounds {
-            eprintln!("==> {}: brigd status with {count} session{}", rt.bin(), plural(count));
+            eprintln!("==> {}: brigd status with {count} session{}", rt.lane(), plural(count));
             for b in &boxes[started..count] {
                 request(&daemon.socket, &ensure_line(b))?;
             }
@@ -733,11 +820,11 @@ impl<'a> Bench<'a> {
             self.daemon.status.push((count, containers, tally));
         }
         self.ensure_rounds(&daemon, &boxes[0], reps)?;
-        eprintln!("==> {}: brigd with {FLOOD_CONNECTIONS} idle connections", rt.bin());
+        eprintln!("==> {}: brigd with {FLOOD_CONNECTIONS} idle connections", rt.lane());
         self.daemon.flood = Some(flood(&daemon)?);
-        eprintln!("==> {}: stopping brigd with SIGTERM", rt.bin());
+        eprintln!("==> {}: stopping brigd with SIGTERM", rt.lane());
         daemon.stop()?;
-        eprintln!("==> {}: removing brigd's sandboxes", rt.bin());
+        eprintln!("==> {}: removing brigd's sandboxes", rt.lane());
         for b in &boxes {
             self.brig_timed(&["rm", "-q", &b.reference])?;
         }
@@ -771,7 +858,7 @@ impl<'a> Bench<'a> {
         let (mut samples, mut tally) = (BTreeMap::<Lane, Vec<f64>>::new(), Tally::default());
         let mut push = |lane: Lane, ms: f64| samples.entry(lane).or_default().push(ms);
         for i in 0..reps {
-            eprintln!("==> {}: brigd ensure, {CONCURRENT} at once: repetition {}/{reps}", rt.bin(), i + 1);
+            eprintln!("==> {}: brigd ensure, {CONCURRENT} at once: repetition {}/{reps}", rt.lane(), i + 1);
             for lane in rotated(&[Lane::EnsureConc, Lane::EnsureConcRaw, Lane::EnsureSerialRaw], i) {
                 match lane {
                     Lane::EnsureConc => {
@@ -874,7 +961,6 @@ impl<'a> Bench<'a> {
         let mut cmd = Command::new(&c.argv[0]);
         cmd.args(&c.argv[1..]);
         self.scratch.apply(&mut cmd);
-        cmd.envs(c.env.iter().copied());
         cmd
     }
 
@@ -933,7 +1019,7 @@ impl Daemon {
             .stderr(stderr)
             .spawn()
             .with_context(|| format!("cannot run {}", brigd.display()))?;
-        eprintln!("==> {}: brigd (pid {}) on {}", scratch.rt.bin(), child.id(), socket.display());
+        eprintln!("==> {}: brigd (pid {}) on {}", scratch.rt.lane(), child.id(), socket.display());
         let mut daemon = Daemon { child, socket, log, stopped: false };
         let deadline = Instant::now() + Duration::from_secs(10);
         loop {
@@ -1150,9 +1236,7 @@ fn strip_ansi(line: &str) -> String {
 }
 
 fn display(c: &Call) -> String {
-    let mut words: Vec<String> = c.env.iter().map(|(k, v)| format!("{k}={}", shell_word(v))).collect();
-    words.extend(c.argv.iter().map(|a| shell_word(a)));
-    words.join(" ")
+    c.argv.iter().map(|a| shell_word(a)).collect::<Vec<_>>().join(" ")
 }
 
 /// A word as a shell would need it; the report's `<placeholders>` stay bare.
@@ -1184,6 +1268,7 @@ impl Scratch {
         }
         std::fs::copy(root.join("lab/profiles/lab-agent.yaml"), dir.join("profiles/lab-agent.yaml"))
             .context("copying the lab-agent profile")?;
+        std::fs::write(dir.join(GUEST_ENV), "HOME=/root\nLAB_LITERAL=1\n").context("writing the guest's env file")?;
         Ok(Scratch { rt, token, dir, cleaned: false })
     }
 
@@ -1204,6 +1289,13 @@ impl Scratch {
             ("BRIG_RUNTIME", self.rt.bin().into()),
         ];
         cmd.envs(vars);
+        if self.rt == Rt::PodmanRootless
+            && let Some((_, _, home)) = lab::runtime::rootless_user()
+        {
+            // The scratch HOME holds no podman configuration: the user's
+            // store is found through the file provisioning wrote.
+            cmd.env("CONTAINERS_STORAGE_CONF", home.join(".config/containers/storage.conf"));
+        }
     }
 
     /// Removes every container and network whose name holds the token, checks
@@ -1219,11 +1311,10 @@ impl Scratch {
         if !networks.is_empty() {
             remove(Command::new(rt).args(["network", "rm"]).args(&networks))?;
         }
-        let tables = || -> Vec<String> {
-            lab::runtime::firewall_tables().into_iter().filter(|t| t.contains(&self.token)).collect()
-        };
+        let tables = || -> Vec<String> { self.rt.tables().into_iter().filter(|t| t.contains(&self.token)).collect() };
+        let nft = self.rt.nft();
         for table in tables() {
-            let _ = Command::new("nft").args(["delete", "table", "inet", &table]).output();
+            let _ = Command::new(&nft[0]).args(&nft[1..]).args(["delete", "table", "inet", &table]).output();
         }
         let left: Vec<String> = [
             self.named(&["ps", "-a", "--format", "{{.Names}}"])?,
@@ -1329,7 +1420,7 @@ impl Present {
                 let runc = first_line("runc", &["--version"])?;
                 format!("{own}, containerd {containerd}, shim {SHIM} with {runc}")
             }
-            Rt::Podman => {
+            Rt::Podman | Rt::PodmanRootless => {
                 let oci = first_line("podman", &["info", "--format", "{{.Host.OCIRuntime.Version}}"])?;
                 format!("{own}, OCI runtime {oci}")
             }
@@ -1363,7 +1454,7 @@ fn verdict(pass: bool) -> &'static str {
     if pass { "PASS" } else { "MISS" }
 }
 
-fn render(host: &Host, reps: usize, sections: &[Section], absent: &[String]) -> String {
+fn render(host: &Host, reps: usize, sections: &[String], absent: &[String]) -> String {
     let mut out = String::new();
     let w = &mut out;
     let _ = writeln!(w, "- date: {}", host.date);
@@ -1377,12 +1468,14 @@ fn render(host: &Host, reps: usize, sections: &[Section], absent: &[String]) -> 
         let _ = writeln!(w, "- not measured: {line}");
     }
     for s in sections {
-        render_section(w, s);
+        out.push_str(s);
     }
     out
 }
 
-fn render_section(w: &mut String, s: &Section) {
+fn render_section(s: &Section) -> String {
+    let mut out = String::new();
+    let w = &mut out;
     let rt = s.present.rt;
     let lane = |l: Lane| s.samples.get(&l).map(Vec::as_slice).unwrap_or_default();
     let sum = |a: &[f64], b: &[f64]| a.iter().zip(b).map(|(x, y)| x + y).collect::<Vec<f64>>();
@@ -1393,7 +1486,7 @@ fn render_section(w: &mut String, s: &Section) {
     let crowded_stop_rm_raw = sum(crowded(Lane::StopRaw), crowded(Lane::RmRaw));
     let ratio = |a: &[f64], b: &[f64]| median(a) / median(b);
 
-    let _ = writeln!(w, "\n### {}\n\n{}\n", rt.bin(), s.present.versions);
+    let _ = writeln!(w, "\n### {}\n\n{}\n", rt.lane(), s.present.versions);
     let _ = writeln!(w, "| comparison (A / B) | A median | A p90 | B median | B p90 | A/B |");
     let _ = writeln!(w, "|---|--:|--:|--:|--:|--:|");
     let each = format!("{CONCURRENT} `ensure` at once, each request");
@@ -1594,6 +1687,7 @@ fn render_section(w: &mut String, s: &Section) {
         }
     }
     let _ = writeln!(w, "```");
+    out
 }
 
 /// Replaces the generated block of the performance page with `report`.

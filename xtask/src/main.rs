@@ -1,12 +1,14 @@
 //! `cargo xtask`: the project's automation, in Rust so it runs wherever cargo does.
 //!
 //! `ci` runs what CI runs; `provision` installs and starts the local runtime
-//! stack; `images` builds the lab guest image and loads it into each runtime.
+//! stack; `images` builds the lab guest image and loads it into each runtime;
+//! `man` writes the manual pages.
 
 mod bench;
 mod ci;
 mod images;
 mod lab;
+mod man;
 mod provision;
 mod report;
 mod rootless;
@@ -14,7 +16,7 @@ mod try_it;
 
 use std::process::ExitCode;
 
-const USAGE: &str = "usage: cargo xtask <ci | try | provision | images | lab | bench | report> [args…]";
+const USAGE: &str = "usage: cargo xtask <ci | try | provision | images | lab | bench | report | man> [args…]";
 
 fn main() -> ExitCode {
     let args: Vec<String> = std::env::args().skip(1).collect();
@@ -30,6 +32,7 @@ fn main() -> ExitCode {
         "try" => try_it::run(rest),
         "bench" => bench::run(rest),
         "report" => report::run(rest),
+        "man" => man::run(rest),
         other => {
             eprintln!("unknown task {other:?}\n{USAGE}");
             return ExitCode::from(2);

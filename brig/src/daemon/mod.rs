@@ -71,6 +71,9 @@ pub enum Error {
         #[source]
         source: std::io::Error,
     },
+    /// The service manager's hand-in (`LISTEN_FDS`) is not one brigd can serve.
+    #[error("the socket handed in by the service manager (LISTEN_FDS) cannot be served: {0}")]
+    HandedIn(String),
     #[error(transparent)]
     Limits(#[from] limits::LimitsError),
     #[error("cannot start the async runtime")]
@@ -127,8 +130,6 @@ pub fn run(args: Args) -> Result<(), Error> {
     if limits != Limits::default() {
         tracing::warn!("{} is set: connection limits are {limits:?} (for tests only)", limits::TEST_LIMITS_VAR);
     }
-    let path = socket::resolve(args.socket.as_deref(), &env)?;
-    socket::check_length(&path)?;
     // A thread of our own for accepting and framing is plenty: every
     // request's real work runs on the blocking pool.
     let runtime = tokio::runtime::Builder::new_current_thread().enable_all().build().map_err(Error::Runtime)?;
@@ -142,7 +143,15 @@ pub fn run(args: Args) -> Result<(), Error> {
             interrupt: signal(SignalKind::interrupt()).map_err(Error::Signals)?,
         }
     };
-    let (claimed, listener) = socket::claim(&path.path)?;
+    // A socket handed in by the service manager, or one of our own.
+    let (claimed, listener) = match socket::handed_in(&env, args.socket.as_deref())? {
+        Some(handed) => handed,
+        None => {
+            let path = socket::resolve(args.socket.as_deref(), &env)?;
+            socket::check_length(&path)?;
+            socket::claim(&path.path)?
+        }
+    };
     let registry = Registry::load(&env);
     for line in registry.warnings() {
         tracing::warn!("{line}");

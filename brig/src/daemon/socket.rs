@@ -1,6 +1,7 @@
 //! Where brigd listens, and taking that place: the socket path and where it
 //! came from, the length check, the lock that makes one daemon per path, and
-//! a bind that never leaves the socket open to anyone else.
+//! a bind that never leaves the socket open to anyone else; or a listening
+//! socket a service manager hands in (systemd's socket activation).
 //!
 //! All of this runs before the async runtime starts, while the process has
 //! one thread; the bind changes the process-wide umask for a moment, which
@@ -96,6 +97,8 @@ pub fn lock_path(socket: &Path) -> PathBuf {
 pub struct Claimed {
     pub path: PathBuf,
     _lock: File,
+    /// The socket was handed in: its file is the service manager's to keep.
+    handed_in: bool,
 }
 
 impl Claimed {
@@ -103,6 +106,9 @@ impl Claimed {
     /// it while held would let a second daemon lock a fresh file beside a
     /// daemon still draining.
     pub fn remove_socket(&self) {
+        if self.handed_in {
+            return;
+        }
         match std::fs::remove_file(&self.path) {
             Ok(()) => {}
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
@@ -114,6 +120,79 @@ impl Claimed {
 /// Take the path: create its directory if needed, hold the lock, clear a
 /// stale socket, and bind with mode 0600 from the first moment.
 pub fn claim(path: &Path) -> Result<(Claimed, UnixListener), Error> {
+    let lock = lock(path)?;
+    // Holding the lock, any socket file here is a dead daemon's.
+    match std::fs::symlink_metadata(path) {
+        Ok(meta) if meta.file_type().is_socket() => {
+            std::fs::remove_file(path).map_err(|source| Error::Io {
+                action: "remove the stale socket",
+                path: path.to_owned(),
+                source,
+            })?;
+            tracing::info!("removed the stale socket {} (no daemon held its lock)", path.display());
+        }
+        Ok(_) => return Err(Error::NotASocket { path: path.to_owned() }),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
+        Err(source) => return Err(Error::Io { action: "inspect", path: path.to_owned(), source }),
+    }
+
+    let listener = bind_private(path)?;
+    Ok((Claimed { path: path.to_owned(), _lock: lock, handed_in: false }, listener))
+}
+
+/// The listening socket a service manager handed this process, if one did:
+/// `LISTEN_PID` names this process and `LISTEN_FDS` one descriptor, fd 3
+/// (the protocol of systemd's socket units and `systemd-socket-activate`).
+/// It must be a listening unix stream socket with a path; its lock is taken
+/// as for a socket brigd binds, so one daemon serves a path however it was
+/// started. `asked` is `--socket`, which must then name the same path.
+pub fn handed_in(env: &Environment, asked: Option<&Path>) -> Result<Option<(Claimed, UnixListener)>, Error> {
+    let ours = env.get("LISTEN_PID").and_then(|p| p.trim().parse::<u32>().ok()) == Some(std::process::id());
+    let Some(count) = env.get("LISTEN_FDS").filter(|_| ours) else { return Ok(None) };
+    if count.trim() != "1" {
+        return Err(Error::HandedIn(format!("it handed {count} descriptors, and brigd serves exactly one socket")));
+    }
+    let fd = adopt_fd3();
+    let refuse = |why: &str| Error::HandedIn(format!("fd 3 is {why}"));
+    // Not passed on to the runtimes and tools brigd starts.
+    rustix::io::fcntl_setfd(&fd, rustix::io::FdFlags::CLOEXEC).map_err(|_| refuse("not an open descriptor"))?;
+    match rustix::net::sockopt::socket_type(&fd) {
+        Ok(rustix::net::SocketType::STREAM) => {}
+        _ => return Err(refuse("not a stream socket")),
+    }
+    if !rustix::net::sockopt::socket_acceptconn(&fd).unwrap_or(false) {
+        return Err(refuse("a socket that is not listening"));
+    }
+    let listener = UnixListener::from(fd);
+    let path = listener
+        .local_addr()
+        .ok()
+        .and_then(|a| a.as_pathname().map(Path::to_path_buf))
+        .ok_or_else(|| refuse("not a unix socket with a path"))?;
+    if let Some(asked) = asked.filter(|a| *a != path) {
+        return Err(Error::HandedIn(format!(
+            "it handed {} and --socket names {}; drop --socket or make them one",
+            path.display(),
+            asked.display()
+        )));
+    }
+    let lock = lock(&path)?;
+    Ok(Some((Claimed { path, _lock: lock, handed_in: true }, listener)))
+}
+
+/// fd 3, which the service manager opened for this process.
+#[allow(unsafe_code)]
+fn adopt_fd3() -> std::os::fd::OwnedFd {
+    use std::os::fd::FromRawFd as _;
+    // SAFETY: LISTEN_PID names this process, so the descriptor was handed
+    // to it at exec; nothing in brigd opens or closes fds before this point,
+    // and `handed_in` is called once, so fd 3 is owned by nothing else.
+    unsafe { std::os::fd::OwnedFd::from_raw_fd(3) }
+}
+
+/// Create the socket's directory if needed and hold `<socket>.lock`, with
+/// this process's pid in it.
+fn lock(path: &Path) -> Result<File, Error> {
     let dir = match path.parent() {
         Some(dir) if !dir.as_os_str().is_empty() => dir,
         _ => Path::new("."),
@@ -147,24 +226,7 @@ pub fn claim(path: &Path) -> Result<(Claimed, UnixListener), Error> {
         }
     }
     write_pid(&mut lock).map_err(|source| Error::Io { action: "write the pid to", path: lock_path.clone(), source })?;
-
-    // Holding the lock, any socket file here is a dead daemon's.
-    match std::fs::symlink_metadata(path) {
-        Ok(meta) if meta.file_type().is_socket() => {
-            std::fs::remove_file(path).map_err(|source| Error::Io {
-                action: "remove the stale socket",
-                path: path.to_owned(),
-                source,
-            })?;
-            tracing::info!("removed the stale socket {} (no daemon held its lock)", path.display());
-        }
-        Ok(_) => return Err(Error::NotASocket { path: path.to_owned() }),
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
-        Err(source) => return Err(Error::Io { action: "inspect", path: path.to_owned(), source }),
-    }
-
-    let listener = bind_private(path)?;
-    Ok((Claimed { path: path.to_owned(), _lock: lock }, listener))
+    Ok(lock)
 }
 
 /// Bind under umask 0177, so the socket is created 0600. A chmod after the
