@@ -287,6 +287,64 @@ fn completion_scripts_are_printed() {
     assert_exit(&s.brig(&["completion", "tcsh"]), 2, &[]);
 }
 
+/// Each completion script loads in its real shell and completes a verb:
+/// bash's function answers `brig ru` with `run`, fish's `complete -C`
+/// does the same, and zsh's registers `_brig` for `brig` with compinit.
+/// A shell that is absent skips its case, except under `CI`, which
+/// provisioning equips with all three.
+#[test]
+fn completion_scripts_load_and_complete_in_the_real_shells() {
+    let s = Scratch::new("brig-cli", "shells");
+    let ci = std::env::var("CI").is_ok_and(|v| !matches!(v.trim(), "" | "0" | "false"));
+    let cases = [
+        (
+            "bash",
+            "source \"$1\"; COMP_WORDS=(brig ru); COMP_CWORD=1; COMP_LINE='brig ru'; COMP_POINT=7; \
+             _brig brig ru brig; printf '%s\\n' \"${COMPREPLY[@]}\"",
+        ),
+        ("fish", "source $argv[1]; complete -C 'brig ru'"),
+        (
+            "zsh",
+            "autoload -U compinit && compinit -u -D && source \"$1\" && print -r -- ${_comps[brig]} && whence -w _brig",
+        ),
+    ];
+    for (shell, line) in cases {
+        let Some(bin) = ["/usr/bin", "/bin"].iter().map(|d| std::path::Path::new(d).join(shell)).find(|p| p.is_file())
+        else {
+            assert!(
+                !ci,
+                "{shell} is not installed, and under CI this test must run (cargo xtask provision installs it)"
+            );
+            eprintln!("skipped {shell}: not installed");
+            continue;
+        };
+        let run = s.brig(&["completion", shell]);
+        assert_exit(&run, 0, &[]);
+        let script = s.path(&format!("brig.{shell}"));
+        std::fs::write(&script, &run.stdout).unwrap();
+        let args: Vec<&str> = match shell {
+            "fish" => vec!["--no-config", "-c", line, script.to_str().unwrap()],
+            "zsh" => vec!["-f", "-c", line, "zsh", script.to_str().unwrap()],
+            _ => vec!["--norc", "--noprofile", "-c", line, "bash", script.to_str().unwrap()],
+        };
+        let out = duct::cmd(&bin, &args)
+            .env("HOME", s.path("home"))
+            .stdin_null()
+            .stdout_capture()
+            .stderr_capture()
+            .unchecked()
+            .run()
+            .unwrap();
+        let (stdout, stderr) = (String::from_utf8_lossy(&out.stdout), String::from_utf8_lossy(&out.stderr));
+        assert!(out.status.success(), "{shell}: {stderr}");
+        let want = if shell == "zsh" { "_brig" } else { "run" };
+        assert!(stdout.lines().any(|l| l.split_whitespace().next() == Some(want)), "{shell}: {stdout}\n{stderr}");
+        if shell == "zsh" {
+            assert!(stdout.contains("_brig: function"), "{stdout}");
+        }
+    }
+}
+
 /// One input, one refusal: every verb that plans a run (`info`, `plan`,
 /// `run`, `sh`) refuses it with the same exit code and the same words, and
 /// nothing is created on disk first.

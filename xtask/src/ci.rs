@@ -24,6 +24,7 @@ const STEPS: &[Step] = &[
     Step { what: "formatting", args: &["fmt", "--all", "--check"], env: &[] },
     Step { what: "lints", args: &["clippy", "--workspace", "--all-targets", "--", "-D", "warnings"], env: &[] },
     Step { what: "unit and integration tests", args: &["test", "--workspace"], env: &[("CI", "true")] },
+    Step { what: "workflows, Nix flake, manual pages", args: &["xtask", "release", "check"], env: &[] },
     Step { what: "lab guest images", args: &["xtask", "images", "--claude-code"], env: &[] },
     Step {
         what: "the lab",

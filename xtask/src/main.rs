@@ -2,7 +2,8 @@
 //!
 //! `ci` runs what CI runs; `provision` installs and starts the local runtime
 //! stack; `images` builds the lab guest image and loads it into each runtime;
-//! `man` writes the manual pages.
+//! `man` writes the manual pages; `release check` checks what a release
+//! ships beyond the tests.
 
 mod bench;
 mod ci;
@@ -10,13 +11,14 @@ mod images;
 mod lab;
 mod man;
 mod provision;
+mod release;
 mod report;
 mod rootless;
 mod try_it;
 
 use std::process::ExitCode;
 
-const USAGE: &str = "usage: cargo xtask <ci | try | provision | images | lab | bench | report | man> [args…]";
+const USAGE: &str = "usage: cargo xtask <ci | try | provision | images | lab | bench | report | man | release> [args…]";
 
 fn main() -> ExitCode {
     let args: Vec<String> = std::env::args().skip(1).collect();
@@ -33,6 +35,7 @@ fn main() -> ExitCode {
         "bench" => bench::run(rest),
         "report" => report::run(rest),
         "man" => man::run(rest),
+        "release" => release::run(rest),
         other => {
             eprintln!("unknown task {other:?}\n{USAGE}");
             return ExitCode::from(2);

@@ -42,6 +42,16 @@ const PACKAGES: &[&str] = &[
     // The rootless lane: subordinate-id helpers and the user's network.
     "uidmap",
     "slirp4netns",
+    // brigd's socket activation (`systemd-socket-activate`).
+    "systemd",
+    // Release checks: the completion scripts in their real shells, the
+    // manual pages rendered by `man`, the Nix flake parsed, the workflows'
+    // scripts read by actionlint through shellcheck.
+    "zsh",
+    "fish",
+    "man-db",
+    "nix-bin",
+    "shellcheck",
 ];
 
 /// nerdctl 1.7.x is the last line that still talks to containerd 1.6, which is
@@ -82,10 +92,22 @@ const COSIGN: GoTool = GoTool {
     suffix: "",
 };
 
+/// The workflows' linter, for `cargo xtask release check`.
+const ACTIONLINT: GoTool = GoTool {
+    name: "actionlint",
+    module: "github.com/rhysd/actionlint",
+    version: "v1.7.12",
+    package: "./cmd/actionlint",
+    version_ldflag: "github.com/rhysd/actionlint.version",
+    version_args: &["-version"],
+    patches: &[],
+    suffix: "",
+};
+
 /// Where the built binaries are copied so that every shell finds them. A copy,
 /// not a symlink: nerdctl records its own resolved path in each container's
 /// log-uri label, so that path must stay valid even if the cache is wiped.
-const INSTALL_DIR: &str = "/usr/local/bin";
+pub const INSTALL_DIR: &str = "/usr/local/bin";
 
 /// The plugins nerdctl's default `bridge` network and `network create` chain
 /// together; Debian puts them in /usr/lib/cni, a directory nerdctl 1.7 searches
@@ -228,7 +250,7 @@ pub fn run(args: &[String]) -> Result<()> {
     let cache = cache_dir()?;
     match find_go() {
         Some(go) => {
-            for tool in [NERDCTL, COSIGN] {
+            for tool in [NERDCTL, COSIGN, ACTIONLINT] {
                 if let Err(err) = ensure_go_tool(&go, &cache, tool, &mut report) {
                     report.add(tool.name, tool.version, "FAILED");
                     report.failures.push(format!("{}: {err:#}", tool.name));
@@ -236,11 +258,11 @@ pub fn run(args: &[String]) -> Result<()> {
             }
         }
         None => {
-            for tool in [NERDCTL, COSIGN] {
+            for tool in [NERDCTL, COSIGN, ACTIONLINT] {
                 report.add(tool.name, tool.version, "FAILED (no go)");
             }
             report.failures.push(
-                "no `go` (>= 1.21) in PATH or /usr/local/go/bin: nerdctl and cosign are built from Go modules".into(),
+                "no `go` (>= 1.21) in PATH or /usr/local/go/bin: nerdctl, cosign and actionlint are built from Go modules".into(),
             );
         }
     }
@@ -416,10 +438,13 @@ fn tool_version(bin: &Path, tool: GoTool) -> Option<String> {
         return None;
     }
     let text = String::from_utf8_lossy(&out.stdout);
-    // nerdctl: "nerdctl version 1.7.7"; cosign: "GitVersion:    v2.6.5".
+    // nerdctl: "nerdctl version 1.7.7"; cosign: "GitVersion:    v2.6.5";
+    // actionlint: "v1.7.12" alone on its first line.
     text.lines().find_map(|line| {
         let line = line.trim();
-        let v = line.strip_prefix("nerdctl version ").or_else(|| line.strip_prefix("GitVersion:"))?.trim();
+        let bare = || line.strip_prefix('v').filter(|r| r.starts_with(|c: char| c.is_ascii_digit())).map(|_| line);
+        let v =
+            line.strip_prefix("nerdctl version ").or_else(|| line.strip_prefix("GitVersion:")).or_else(bare)?.trim();
         Some(if v.starts_with('v') { v.to_string() } else { format!("v{v}") })
     })
 }
@@ -695,7 +720,7 @@ fn print_manual_steps(missing: &[&str]) {
         let _ =
             writeln!(out, "  apt-get update && DEBIAN_FRONTEND=noninteractive apt-get install -y {}", pkgs.join(" "));
     }
-    for tool in [NERDCTL, COSIGN] {
+    for tool in [NERDCTL, COSIGN, ACTIONLINT] {
         let _ = writeln!(
             out,
             "  cd \"$(go mod download -json {m}@{v} | sed -n 's/.*\"Dir\": \"\\(.*\\)\".*/\\1/p')\" && \\\n    CGO_ENABLED=0 go build -trimpath -buildvcs=false -ldflags '-s -w -X {l}={v}' -o {INSTALL_DIR}/{n} {p}",
