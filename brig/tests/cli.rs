@@ -357,6 +357,12 @@ fn every_verb_meets_the_same_refusal() {
             .replace("name: claude", "name: needs")
             .replace("cpus: 1\n", "cpus: 1\nsecrets: [api-key]\n"),
     );
+    s.write_profile(
+        "multi.yaml",
+        &CLAUDE_FILE_PROFILE
+            .replace("name: claude", "name: multi")
+            .replace("cpus: 1\n", "cpus: 1\nenv:\n  - name: MULTI\n    refs: [env.MULTI]\n"),
+    );
     let colon = s.path("a:b");
     std::fs::create_dir_all(&colon).unwrap();
     // A hull that answers nothing but its version: the refusal comes first.
@@ -379,6 +385,9 @@ fn every_verb_meets_the_same_refusal() {
         ("secret-before-runtime", &["needs"], &[("BRIG_RUNTIME_BIN", "/no/such/nerdctl")], 6, "api-key"),
         ("runtime-setting", &["claude"], &[("BRIG_RUNTIME_BIN", "/no/such/nerdctl")], 4, "BRIG_RUNTIME_BIN"),
         ("gui-profile", &["claude-desktop"], &[], 1, "macOS"),
+        // A value no runtime can hand over as a variable.
+        ("line-break", &["multi"], &[("MULTI", "a\nb")], 2, "holds a line break or a NUL"),
+        ("carriage-return", &["multi"], &[("MULTI", "a\rb")], 2, "holds a line break or a NUL"),
         // Decision 4: hull cannot give a sandbox its own network.
         (
             "hull-isolated",

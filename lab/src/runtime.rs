@@ -240,7 +240,14 @@ fn detect_capability(need: Need) -> Option<String> {
 /// rules (`brig_<sandbox>`), when nft can list them; callers keep the ones
 /// named with their token.
 pub fn firewall_tables() -> Vec<String> {
-    let Ok(out) = std::process::Command::new("nft").args(["list", "tables", "inet"]).output() else {
+    tables_listed_by(&["nft"])
+}
+
+/// The `inet` tables `nft` lists when run as `argv` (`nft`, or `podman
+/// unshare --rootless-netns nft` for a user's rootless namespace).
+pub fn tables_listed_by<S: AsRef<std::ffi::OsStr>>(argv: &[S]) -> Vec<String> {
+    let Some((program, rest)) = argv.split_first() else { return Vec::new() };
+    let Ok(out) = std::process::Command::new(program).args(rest).args(["list", "tables", "inet"]).output() else {
         return Vec::new();
     };
     String::from_utf8_lossy(&out.stdout)

@@ -657,3 +657,24 @@ fn the_claims_index_names_what_exists_and_claims_every_security_scenario() {
     }
     assert!(problems.is_empty(), "{}", problems.join("\n"));
 }
+
+/// A capability is found from the README: every page of docs/ and every
+/// procedure and report of manual-tests/ is linked from it or from the
+/// manual-tests index it links.
+#[test]
+fn every_doc_page_is_linked_from_the_readme() {
+    let root = runner::default_scenarios_dir().join("..");
+    let readme = std::fs::read_to_string(root.join("README.md")).unwrap();
+    let manual = std::fs::read_to_string(root.join("manual-tests/README.md")).unwrap();
+    assert!(readme.contains("manual-tests/"), "the README does not point at manual-tests/");
+    let mut missing = Vec::new();
+    for (dir, index, prefix) in [("docs", &readme, "docs/"), ("manual-tests", &manual, "")] {
+        for entry in std::fs::read_dir(root.join(dir)).unwrap() {
+            let name = entry.unwrap().file_name().to_string_lossy().into_owned();
+            if name.ends_with(".md") && name != "README.md" && !index.contains(&format!("]({prefix}{name}")) {
+                missing.push(format!("{dir}/{name}"));
+            }
+        }
+    }
+    assert!(missing.is_empty(), "not linked: {}", missing.join(", "));
+}

@@ -208,15 +208,7 @@ impl Rt {
 
     /// The inet tables where brig writes this runtime's rules.
     fn tables(self) -> Vec<String> {
-        let argv = self.nft();
-        let Ok(out) = Command::new(&argv[0]).args(&argv[1..]).args(["list", "tables", "inet"]).output() else {
-            return Vec::new();
-        };
-        String::from_utf8_lossy(&out.stdout)
-            .lines()
-            .filter_map(|line| line.strip_prefix("table inet "))
-            .map(str::to_owned)
-            .collect()
+        lab::runtime::tables_listed_by(&self.nft())
     }
 
     /// The listing format brig asks for, so the raw listing parses nothing less.

@@ -4,8 +4,9 @@
 //!
 //! `brig(1)`, one page per verb (`brig-run(1)`, `brig-policy-attach(1)`, …)
 //! and `brigd(8)` go to `DIR/man1` and `DIR/man8` (default `target/man`).
-//! With `--check` each page is then rendered by `man` itself, which fails on
-//! a page it cannot read, and must hold its name and every verb it lists.
+//! With `--check` each page is then looked up and rendered by `man` itself
+//! from that directory (`man -M DIR 1 brig-run`, as `man brig-run` finds an
+//! installed page), which fails on a page it cannot find or read.
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -35,7 +36,7 @@ pub fn run(args: &[String]) -> Result<()> {
     eprintln!("==> wrote {} manual pages under {}", pages.len(), out.display());
     if check {
         for page in &pages {
-            check_page(page)?;
+            check_page(&out, page)?;
         }
         eprintln!("==> man renders every page");
     }
@@ -76,19 +77,27 @@ fn page(cmd: clap::Command, name: &str, section: &str, dir: &Path) -> Result<Pat
     Ok(path)
 }
 
-/// `man -l` renders the page without error, and the text names the page.
-fn check_page(path: &Path) -> Result<()> {
+/// `man` finds the page under `dir` by section and name and renders it
+/// without error, and the text names the page.
+fn check_page(dir: &Path, path: &Path) -> Result<()> {
+    let stem = path.file_stem().and_then(|s| s.to_str()).unwrap_or_default();
+    let section = path.extension().and_then(|s| s.to_str()).unwrap_or_default();
     let out = Command::new("man")
-        .arg("-l")
-        .arg(path)
+        .arg("-M")
+        .arg(dir)
+        .args([section, stem])
         .env("MANPAGER", "cat")
         .env("MANWIDTH", "80")
         .output()
         .context("running man (install man-db)")?;
     let text = String::from_utf8_lossy(&out.stdout);
     let errors = String::from_utf8_lossy(&out.stderr);
-    ensure!(out.status.success() && errors.trim().is_empty(), "man -l {}: {}", path.display(), errors.trim());
-    let stem = path.file_stem().and_then(|s| s.to_str()).unwrap_or_default();
+    ensure!(
+        out.status.success() && errors.trim().is_empty(),
+        "man -M {} {section} {stem}: {}",
+        dir.display(),
+        errors.trim()
+    );
     ensure!(text.contains("NAME") && text.contains(stem), "{} does not render its NAME section", path.display());
     Ok(())
 }

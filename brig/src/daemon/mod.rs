@@ -132,6 +132,9 @@ pub fn run(args: Args) -> Result<(), Error> {
     }
     // A thread of our own for accepting and framing is plenty: every
     // request's real work runs on the blocking pool.
+    // Before brigd opens any descriptor of its own, so fd 3 can only be
+    // the one the service manager handed in.
+    let handed = socket::handed_in(&env, args.socket.as_deref())?;
     let runtime = tokio::runtime::Builder::new_current_thread().enable_all().build().map_err(Error::Runtime)?;
     // The handlers must be in place before the socket exists: a client that
     // sees the socket may send SIGTERM at once, and without a handler that
@@ -144,7 +147,7 @@ pub fn run(args: Args) -> Result<(), Error> {
         }
     };
     // A socket handed in by the service manager, or one of our own.
-    let (claimed, listener) = match socket::handed_in(&env, args.socket.as_deref())? {
+    let (claimed, listener) = match handed {
         Some(handed) => handed,
         None => {
             let path = socket::resolve(args.socket.as_deref(), &env)?;

@@ -185,8 +185,9 @@ pub fn handed_in(env: &Environment, asked: Option<&Path>) -> Result<Option<(Clai
 fn adopt_fd3() -> std::os::fd::OwnedFd {
     use std::os::fd::FromRawFd as _;
     // SAFETY: LISTEN_PID names this process, so the descriptor was handed
-    // to it at exec; nothing in brigd opens or closes fds before this point,
-    // and `handed_in` is called once, so fd 3 is owned by nothing else.
+    // to it at exec; `handed_in` runs once, before brigd opens any
+    // descriptor of its own (the async runtime, signals, the lock), so
+    // nothing else in the process owns fd 3.
     unsafe { std::os::fd::OwnedFd::from_raw_fd(3) }
 }
 

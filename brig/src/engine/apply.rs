@@ -170,11 +170,17 @@ impl Engine<'_> {
                 self.recheck(plan, &home)?;
                 // The rules go with a host reboot; a start puts them back
                 // before the sandbox runs.
-                if existing_posture(existing.as_ref(), record, plan) == Network::Isolated {
+                let isolated = existing_posture(existing.as_ref(), record, plan) == Network::Isolated;
+                if isolated {
                     self.isolate(plan, sandbox)?;
                 }
                 match runtime.start(sandbox) {
-                    Ok(()) => self.wait_ready(runtime, sandbox, plan.resolved.ready_timeout)?,
+                    Ok(()) => {
+                        if isolated {
+                            self.isolate_running(plan, sandbox)?;
+                        }
+                        self.wait_ready(runtime, sandbox, plan.resolved.ready_timeout)?
+                    }
                     // A runtime that cannot restart an instance (hull) gets a
                     // fresh one with the same home, project and network.
                     Err(crate::runtime::Error::NoRestart { .. }) => {
@@ -222,6 +228,27 @@ impl Engine<'_> {
     /// With an egress policy, the same table holds its rules, `host:`
     /// rules resolved now.
     fn isolate(&mut self, plan: &Ready, sandbox: &str) -> Result<(), Error> {
+        self.write_rules(plan, sandbox, true)
+    }
+
+    /// Rootless podman keeps its network namespace only while one of the
+    /// user's sandboxes runs: another sandbox stopping between the rules
+    /// being written and this one starting takes the namespace, and the
+    /// rules, with it, and the start makes a fresh one without them. Once
+    /// this sandbox runs, the namespace is pinned by it, so the rules are
+    /// written again there before the guest is used (the readiness exec,
+    /// then the agent). The host's own firewall keeps them: nothing to do.
+    fn isolate_running(&mut self, plan: &Ready, sandbox: &str) -> Result<(), Error> {
+        let writer = crate::firewall::writer_for(self.env, plan.runtime.as_ref(), sandbox)?;
+        if matches!(writer, crate::firewall::Writer::RootlessPodman { .. }) {
+            self.write_rules(plan, sandbox, false)?;
+        }
+        Ok(())
+    }
+
+    /// The table for the sandbox's bridge; `warn` says once what an egress
+    /// policy could not resolve.
+    fn write_rules(&mut self, plan: &Ready, sandbox: &str, warn: bool) -> Result<(), Error> {
         let runtime = plan.runtime.as_ref();
         let network = boot::network_name(sandbox);
         let bridge = runtime.network_bridge(&network)?.ok_or_else(|| crate::firewall::Error::NoBridge {
@@ -229,7 +256,7 @@ impl Engine<'_> {
             why: format!("{} reports no host bridge for {network}", runtime.kind()),
         })?;
         let egress = plan.resolved.egress.as_ref().map(crate::policy::Joined::resolve);
-        if let Some(unresolved) = egress.as_ref().map(|e| &e.unresolved).filter(|u| !u.is_empty()) {
+        if let Some(unresolved) = egress.as_ref().map(|e| &e.unresolved).filter(|u| warn && !u.is_empty()) {
             self.warnings.push(format!(
                 "egress policy: {} did not resolve on this host, so no rule holds an address for it until {sandbox} next starts",
                 unresolved.join(", ")
@@ -339,7 +366,11 @@ impl Engine<'_> {
                     && chosen.pull != Some(crate::settings::Pull::Never)
                     && runtime.local_digests(&chosen.image).is_none();
                 let _progress = pulling.then(|| self.warnings.progress(format!("pulling {} …", chosen.image)));
-                runtime.boot(&boot::with_network(spec, attach)).map_err(Error::from)
+                runtime.boot(&boot::with_network(spec, attach)).map_err(Error::from)?;
+                if plan.resolved.network == Network::Isolated {
+                    self.isolate_running(plan, sandbox)?;
+                }
+                Ok(())
             })
             .and_then(|()| self.wait_ready(runtime, sandbox, plan.resolved.ready_timeout));
         if let Err(err) = outcome {
