@@ -114,15 +114,8 @@ impl Drop for Registry {
     }
 }
 
-/// `program`, run as `user` through `setpriv` when one is given, with the
-/// rootless lane's runtime environment.
+/// `program`, run as the rootless lane's user when the registry is that
+/// user's.
 fn as_user(program: &Path, user: Option<(u32, u32)>) -> Command {
-    let Some((uid, gid)) = user else { return Command::new(program) };
-    let mut cmd = Command::new("setpriv");
-    cmd.args(["--reuid", &uid.to_string(), "--regid", &gid.to_string(), "--clear-groups", "--"]).arg(program);
-    cmd.env("XDG_RUNTIME_DIR", format!("/run/user/{uid}"));
-    if let Some((_, _, home)) = crate::runtime::rootless_user() {
-        cmd.env("HOME", &home).env("CONTAINERS_STORAGE_CONF", home.join(".config/containers/storage.conf"));
-    }
-    cmd
+    user.and_then(|_| crate::runtime::as_lane_user(program)).unwrap_or_else(|| Command::new(program))
 }

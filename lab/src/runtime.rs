@@ -135,6 +135,30 @@ pub fn rootless_user() -> Option<(u32, u32, PathBuf)> {
     })
 }
 
+/// The podman storage configuration provisioning writes for the lane's
+/// user: it names the store, so a process whose HOME is not the user's own
+/// (a trial's, the bench's) still finds the user's images.
+pub fn lane_storage_conf(home: &Path) -> PathBuf {
+    home.join(".config/containers/storage.conf")
+}
+
+/// `program` run as the rootless lane's user through `setpriv`, in that
+/// user's own environment and home; `None` when the user does not exist.
+pub fn as_lane_user(program: impl AsRef<std::ffi::OsStr>) -> Option<Command> {
+    let (uid, gid, home) = rootless_user()?;
+    let mut cmd = Command::new("setpriv");
+    cmd.args(["--reuid", &uid.to_string(), "--regid", &gid.to_string(), "--clear-groups", "--"])
+        .arg(program)
+        .env_clear()
+        .env("HOME", &home)
+        .env("USER", ROOTLESS_USER)
+        .env("XDG_RUNTIME_DIR", format!("/run/user/{uid}"))
+        .env("CONTAINERS_STORAGE_CONF", lane_storage_conf(&home))
+        .env("PATH", "/usr/local/bin:/usr/bin:/bin")
+        .current_dir(&home);
+    Some(cmd)
+}
+
 /// The rootless lane's runtime "binary": a script that runs podman as the
 /// lab user in that user's own environment, so that every runtime call the
 /// lab makes (listing, removing, `runtime:` and `guest:` steps) is the

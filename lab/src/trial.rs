@@ -254,7 +254,7 @@ impl<'a> Trial<'a> {
             let (uid, gid, user_home) = runtime::rootless_user().context("the rootless lane's user is gone")?;
             // The trial gives brig a HOME of its own; podman finds the
             // user's store through the configuration provisioning wrote.
-            let storage = user_home.join(".config/containers/storage.conf");
+            let storage = runtime::lane_storage_conf(&user_home);
             env.insert("CONTAINERS_STORAGE_CONF".to_owned(), path_str(&storage)?);
             // podman keeps a user's runtime state in its XDG_RUNTIME_DIR:
             // every trial of the lane shares the user's real one, as its

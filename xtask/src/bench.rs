@@ -1286,7 +1286,7 @@ impl Scratch {
         {
             // The scratch HOME holds no podman configuration: the user's
             // store is found through the file provisioning wrote.
-            cmd.env("CONTAINERS_STORAGE_CONF", home.join(".config/containers/storage.conf"));
+            cmd.env("CONTAINERS_STORAGE_CONF", lab::runtime::lane_storage_conf(&home));
         }
     }
 

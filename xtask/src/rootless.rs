@@ -22,17 +22,7 @@ pub fn user() -> Option<(u32, u32, PathBuf)> {
 
 /// A command run as the lab user, in its own environment.
 pub fn as_user(program: &str) -> Result<Command> {
-    let (uid, gid, home) = user().with_context(|| format!("no user {USER}; run cargo xtask provision"))?;
-    let mut cmd = Command::new("setpriv");
-    cmd.args(["--reuid", &uid.to_string(), "--regid", &gid.to_string(), "--clear-groups", "--"])
-        .arg(program)
-        .env_clear()
-        .env("HOME", &home)
-        .env("USER", USER)
-        .env("XDG_RUNTIME_DIR", format!("/run/user/{uid}"))
-        .env("PATH", "/usr/local/bin:/usr/bin:/bin")
-        .current_dir(&home);
-    Ok(cmd)
+    lab::runtime::as_lane_user(program).with_context(|| format!("no user {USER}; run cargo xtask provision"))
 }
 
 fn has_subids(file: &str) -> bool {
@@ -87,7 +77,7 @@ pub fn ensure_user() -> Result<String> {
     // places named, so a trial that gives brig another HOME still finds
     // the user's images (the lab points CONTAINERS_STORAGE_CONF here).
     let conf_dir = home.join(".config/containers");
-    let conf = conf_dir.join("storage.conf");
+    let conf = lab::runtime::lane_storage_conf(&home);
     let want = format!(
         "[storage]\ndriver = \"overlay\"\nrootless_storage_path = \"{}\"\n",
         home.join(".local/share/containers/storage").display()
