@@ -211,6 +211,20 @@ fn a_file_at_the_socket_path_that_is_no_socket_is_refused_and_kept() {
 }
 
 #[test]
+fn a_link_planted_at_the_lock_path_is_refused_and_its_target_kept() {
+    let scratch = Scratch::new("bd", "lock-link");
+    let victim = scratch.path("victim");
+    std::fs::write(&victim, "the user's file").unwrap();
+    let socket = scratch.path("brigd.sock");
+    std::os::unix::fs::symlink(&victim, scratch.path("brigd.sock.lock")).unwrap();
+    let (code, _, stderr) = scratch.run(env!("CARGO_BIN_EXE_brigd"), &["--socket", socket.to_str().unwrap()], &[]);
+    assert_eq!(code, 1, "{stderr}");
+    assert!(stderr.contains("cannot open the lock file") && stderr.contains("brigd.sock.lock"), "{stderr}");
+    assert_eq!(std::fs::read_to_string(&victim).unwrap(), "the user's file", "the link's target is untouched");
+    assert!(!socket.exists(), "nothing is served");
+}
+
+#[test]
 fn a_second_daemon_is_refused_naming_the_pid_and_the_first_keeps_serving() {
     let scratch = Scratch::new("bd", "second");
     let daemon = scratch.daemon(&[]);

@@ -150,7 +150,8 @@ pub fn handed_in(env: &Environment, asked: Option<&Path>) -> Result<Option<(Clai
     let ours = env.get("LISTEN_PID").and_then(|p| p.trim().parse::<u32>().ok()) == Some(std::process::id());
     let Some(count) = env.get("LISTEN_FDS").filter(|_| ours) else { return Ok(None) };
     if count.trim() != "1" {
-        return Err(Error::HandedIn(format!("it handed {count} descriptors, and brigd serves exactly one socket")));
+        // Quoted: the value is the environment's, and may hold anything.
+        return Err(Error::HandedIn(format!("it handed {count:?} descriptors, and brigd serves exactly one socket")));
     }
     let fd = adopt_fd3();
     let refuse = |why: &str| Error::HandedIn(format!("fd 3 is {why}"));
@@ -215,8 +216,19 @@ fn lock(path: &Path) -> Result<File, Error> {
         .create(true)
         .truncate(false)
         .mode(0o600)
+        // A link planted at the lock's path (the socket's directory may be
+        // one others can write, such as /tmp) is refused, not followed:
+        // the pid written below would truncate whatever it named.
+        .custom_flags(rustix::fs::OFlags::NOFOLLOW.bits() as i32)
         .open(&lock_path)
         .map_err(|source| Error::Io { action: "open the lock file", path: lock_path.clone(), source })?;
+    if !lock.metadata().is_ok_and(|m| m.is_file()) {
+        return Err(Error::Io {
+            action: "use as the lock file",
+            path: lock_path,
+            source: std::io::Error::other("it is not a regular file"),
+        });
+    }
     match rustix::fs::flock(&lock, FlockOperation::NonBlockingLockExclusive) {
         Ok(()) => {}
         Err(Errno::WOULDBLOCK) => {
