@@ -1,10 +1,11 @@
 //! The lab's entry point: settings from the environment, host detection,
-//! the libtest-mimic run, and the closing table of ignored trials.
+//! the libtest-mimic run, and the closing tables: the ignored trials and
+//! the slowest ones.
 
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
-use std::sync::Arc;
-use std::time::Instant;
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
 
 use anyhow::{Result, bail};
 use libtest_mimic::{Arguments, Conclusion, FormatSetting, Trial};
@@ -150,7 +151,8 @@ pub fn main() -> ExitCode {
         host,
         require: settings.require.clone(),
     });
-    let planned = plan(&lab, &found, &settings.runtimes);
+    let took = Arc::new(Took::default());
+    let planned = plan(&lab, &took, &found, &settings.runtimes);
 
     let ignored: Vec<(String, String)> = planned
         .iter()
@@ -163,8 +165,13 @@ pub fn main() -> ExitCode {
     let conclusion = libtest_mimic::run(&args, trials);
 
     let human = matches!(args.format, None | Some(FormatSetting::Pretty | FormatSetting::Terse));
-    if !args.list && human && !args.ignored && !args.include_ignored && !ignored.is_empty() {
-        print_ignored(&ignored);
+    let slowest = took.slowest(SLOWEST_SHOWN);
+    let show_ignored = !args.ignored && !args.include_ignored && !ignored.is_empty();
+    if !args.list && human && (show_ignored || !slowest.is_empty()) {
+        if show_ignored {
+            print_ignored(&ignored);
+        }
+        print_slowest(&slowest, conclusion.num_passed + conclusion.num_failed, took.total());
         print_closing_line(&conclusion, started);
     }
     conclusion.exit_code()
@@ -176,7 +183,7 @@ fn absolute(path: &Path) -> PathBuf {
 
 /// Every trial of every scenario, ordinary ones first and exclusive ones
 /// last, so an exclusive trial waits for the others instead of holding them up.
-fn plan(lab: &Arc<Lab>, found: &[discover::Found], runtimes: &[RuntimeName]) -> Vec<Planned> {
+fn plan(lab: &Arc<Lab>, took: &Arc<Took>, found: &[discover::Found], runtimes: &[RuntimeName]) -> Vec<Planned> {
     let mut ordinary = Vec::new();
     let mut exclusive = Vec::new();
     for f in found {
@@ -190,7 +197,7 @@ fn plan(lab: &Arc<Lab>, found: &[discover::Found], runtimes: &[RuntimeName]) -> 
             }
             Ok(scenario) => {
                 for spec in discover::trials(f, scenario, runtimes) {
-                    let planned = planned(lab, spec);
+                    let planned = planned(lab, took, spec);
                     if scenario.exclusive {
                         exclusive.push(planned);
                     } else {
@@ -204,13 +211,44 @@ fn plan(lab: &Arc<Lab>, found: &[discover::Found], runtimes: &[RuntimeName]) -> 
     ordinary
 }
 
-fn planned(lab: &Arc<Lab>, spec: TrialSpec) -> Planned {
+fn planned(lab: &Arc<Lab>, took: &Arc<Took>, spec: TrialSpec) -> Planned {
     let ignored_because = lab.blocker(&spec).filter(|_| !lab.required(&spec));
     let name = spec.name.clone();
-    let lab = Arc::clone(lab);
-    let trial =
-        Trial::test(name, move || lab.run(&spec).map_err(Into::into)).with_ignored_flag(ignored_because.is_some());
+    let (lab, took) = (Arc::clone(lab), Arc::clone(took));
+    let trial = Trial::test(name, move || {
+        let started = Instant::now();
+        let result = lab.run(&spec);
+        took.record(&spec.name, started.elapsed());
+        result.map_err(Into::into)
+    })
+    .with_ignored_flag(ignored_because.is_some());
     Planned { trial, ignored_because }
+}
+
+/// How many of the slowest trials the closing table names.
+const SLOWEST_SHOWN: usize = 10;
+
+/// How long each trial that ran took, so the run can name its slowest: the
+/// lab's wall time is CI's largest step, and this is where it goes.
+#[derive(Default)]
+struct Took(Mutex<Vec<(String, Duration)>>);
+
+impl Took {
+    fn record(&self, name: &str, took: Duration) {
+        self.0.lock().unwrap_or_else(|e| e.into_inner()).push((name.to_owned(), took));
+    }
+
+    /// The `n` slowest trials, slowest first.
+    fn slowest(&self, n: usize) -> Vec<(String, Duration)> {
+        let mut all = self.0.lock().unwrap_or_else(|e| e.into_inner()).clone();
+        all.sort_by(|a, b| b.1.cmp(&a.1).then_with(|| a.0.cmp(&b.0)));
+        all.truncate(n);
+        all
+    }
+
+    fn total(&self) -> Duration {
+        self.0.lock().unwrap_or_else(|e| e.into_inner()).iter().map(|(_, d)| *d).sum()
+    }
 }
 
 fn print_ignored(ignored: &[(String, String)]) {
@@ -219,6 +257,20 @@ fn print_ignored(ignored: &[(String, String)]) {
     println!("ignored trials ({}), and why:", ignored.len());
     for (name, reason) in ignored {
         println!("  {name:<width$}  {reason}");
+    }
+}
+
+/// The slowest trials, and the trials' summed time: against the wall time
+/// on the closing line, it says how much the threads overlapped.
+fn print_slowest(slowest: &[(String, Duration)], ran: u64, total: Duration) {
+    if slowest.is_empty() {
+        return;
+    }
+    let width = slowest.iter().map(|(n, _)| n.len()).max().unwrap_or(0);
+    println!();
+    println!("slowest trials ({} of {ran}, which took {:.0}s together):", slowest.len(), total.as_secs_f64());
+    for (name, took) in slowest {
+        println!("  {name:<width$}  {:>7.1}s", took.as_secs_f64());
     }
 }
 

@@ -1,12 +1,14 @@
 //! `cargo xtask ci`: everything CI runs, in order, stopping at the first failure.
 //!
 //! This is the README's test command, so a contributor and CI run exactly
-//! the same steps: bring up the runtime stack, build the lab's guest image,
-//! check formatting and lints, run the unit and integration tests, then run
-//! the whole lab against both real runtimes. Nothing CI provisions may be
-//! skipped: the tests run with `CI` set, so a test that needs a host tool
-//! (busybox) fails without it, and `LAB_REQUIRE` makes a missing runtime, or
-//! a missing second uid for the peer check, fail its trials.
+//! the same steps: bring up the runtime stack, check formatting and lints,
+//! run the unit and integration tests (under cargo-nextest, which
+//! provisioning installs), check what a release ships, build the lab's guest
+//! images, then run the whole lab against both real runtimes, rootful and
+//! rootless. Nothing CI provisions may be skipped: the tests run with `CI`
+//! set, so a test that needs a host tool (busybox, a shell) fails without it,
+//! and `LAB_REQUIRE` makes a missing runtime, or a missing second uid for the
+//! peer check, fail its trials.
 
 use std::process::Command;
 
@@ -23,7 +25,15 @@ const STEPS: &[Step] = &[
     Step { what: "runtime stack", args: &["xtask", "provision"], env: &[] },
     Step { what: "formatting", args: &["fmt", "--all", "--check"], env: &[] },
     Step { what: "lints", args: &["clippy", "--workspace", "--all-targets", "--", "-D", "warnings"], env: &[] },
-    Step { what: "unit and integration tests", args: &["test", "--workspace"], env: &[("CI", "true")] },
+    // Under nextest, each test in its own process, with a JUnit report in
+    // target/nextest/ci/junit.xml; nextest does not run doctests, so
+    // `cargo test --doc` does.
+    Step {
+        what: "unit and integration tests",
+        args: &["nextest", "run", "--workspace", "--profile", "ci"],
+        env: &[("CI", "true")],
+    },
+    Step { what: "doctests", args: &["test", "--workspace", "--doc"], env: &[("CI", "true")] },
     Step { what: "workflows, Nix flake, manual pages", args: &["xtask", "release", "check"], env: &[] },
     Step { what: "lab guest images", args: &["xtask", "images", "--claude-code"], env: &[] },
     Step {
@@ -74,6 +84,23 @@ mod tests {
         for need in ["nerdctl", "podman", "podman-rootless", "second-uid"] {
             assert!(required.split(',').any(|r| r == need), "LAB_REQUIRE lacks {need}: {required}");
         }
+    }
+
+    #[test]
+    fn the_tests_run_under_a_nextest_profile_that_writes_junit() {
+        let step = STEPS.iter().find(|s| s.what == "unit and integration tests").unwrap();
+        assert_eq!(step.args[..2], ["nextest", "run"], "{:?}", step.args);
+        let at = step.args.iter().position(|a| *a == "--profile").expect("the test step names a profile");
+        let profile = step.args[at + 1];
+        let config = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../.config/nextest.toml");
+        let text = std::fs::read_to_string(&config).unwrap();
+        for table in [format!("[profile.{profile}]"), format!("[profile.{profile}.junit]")] {
+            assert!(text.lines().any(|l| l.trim() == table), "{} lacks {table}", config.display());
+        }
+        assert!(
+            STEPS.iter().any(|s| s.args[..2] == ["test", "--workspace"] && s.args.contains(&"--doc")),
+            "nextest skips doctests: a step must run them"
+        );
     }
 
     #[test]

@@ -104,6 +104,13 @@ const ACTIONLINT: GoTool = GoTool {
     suffix: "",
 };
 
+/// The test runner `cargo xtask ci` uses, built from crates.io like any Rust
+/// tool. Without its default features: they add self-update (an HTTP client
+/// and archive code) and USDT probes, neither of which CI uses, and nearly
+/// double the build on two cores.
+const NEXTEST: &str = "cargo-nextest";
+const NEXTEST_VERSION: &str = "0.9.151";
+
 /// Where the built binaries are copied so that every shell finds them. A copy,
 /// not a symlink: nerdctl records its own resolved path in each container's
 /// log-uri label, so that path must stay valid even if the cache is wiped.
@@ -196,10 +203,12 @@ pub fn run(args: &[String]) -> Result<()> {
             println!(
                 "usage: cargo xtask provision\n\n\
                  As root on a Debian-family host: install the missing packages, build\n\
-                 nerdctl {} and cosign {} from Go modules, write podman's drop-in\n\
-                 {PODMAN_DROPIN}, and start containerd unless its socket answers.\n\
+                 nerdctl {}, cosign {} and actionlint {} from Go modules and\n\
+                 {NEXTEST} {NEXTEST_VERSION} from crates.io, write podman's drop-in\n\
+                 {PODMAN_DROPIN}, make the rootless lane's user, and start containerd\n\
+                 unless its socket answers.\n\
                  Otherwise print what to install and exit non-zero.",
-                NERDCTL.version, COSIGN.version
+                NERDCTL.version, COSIGN.version, ACTIONLINT.version
             );
             return Ok(());
         }
@@ -265,6 +274,11 @@ pub fn run(args: &[String]) -> Result<()> {
                 "no `go` (>= 1.21) in PATH or /usr/local/go/bin: nerdctl, cosign and actionlint are built from Go modules".into(),
             );
         }
+    }
+
+    if let Err(err) = ensure_nextest(&mut report) {
+        report.add(NEXTEST, NEXTEST_VERSION, "FAILED");
+        report.failures.push(format!("{NEXTEST}: {err:#}"));
     }
 
     if let Err(err) = ensure_podman_dropin(&mut report) {
@@ -477,6 +491,34 @@ fn ensure_go_tool(go: &Path, cache: &Path, tool: GoTool, report: &mut Report) ->
         }
     }
     report.add(tool.name, &want, format!("{action} ({})", installed.display()));
+    Ok(())
+}
+
+/// Installs the pinned cargo-nextest with `cargo install` unless `cargo
+/// nextest` already reports that version. It lands in cargo's own bin
+/// directory, where `cargo nextest` looks for it.
+fn ensure_nextest(report: &mut Report) -> Result<()> {
+    let cargo = std::env::var_os("CARGO").map_or_else(|| PathBuf::from("cargo"), PathBuf::from);
+    // "cargo-nextest 0.9.151 (<hash> <date>)"
+    let reported = || {
+        first_line(Command::new(&cargo).args(["nextest", "--version"]))
+            .and_then(|line| line.split_whitespace().nth(1).map(str::to_owned))
+    };
+    let mut action = "present";
+    if reported().as_deref() != Some(NEXTEST_VERSION) {
+        let spec = format!("{NEXTEST}@{NEXTEST_VERSION}");
+        run_quiet(
+            Command::new(&cargo).args(["install", "--locked", "--no-default-features", &spec]),
+            &format!("cargo install {spec}"),
+        )?;
+        action = "built";
+    }
+    let got = reported();
+    ensure!(
+        got.as_deref() == Some(NEXTEST_VERSION),
+        "`cargo nextest --version` reports {got:?} after install, want {NEXTEST_VERSION}"
+    );
+    report.add(NEXTEST, NEXTEST_VERSION, action);
     Ok(())
 }
 
@@ -755,4 +797,17 @@ fn print_manual_steps(missing: &[&str]) {
         out,
         "  unless {CONTAINERD_SOCK} answers: setsid --fork containerd --config {CONTAINERD_CONFIG} >>{CONTAINERD_LOG} 2>&1"
     );
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_hosted_workflow_installs_the_nextest_provisioning_pins() {
+        let workflow = Path::new(env!("CARGO_MANIFEST_DIR")).join("../.github/workflows/ci.yml");
+        let text = fs::read_to_string(&workflow).unwrap();
+        let pin = format!("--locked --no-default-features {NEXTEST}@{NEXTEST_VERSION}");
+        assert!(text.contains(&pin), "{} does not install `{pin}`", workflow.display());
+    }
 }

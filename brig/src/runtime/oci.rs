@@ -115,20 +115,22 @@ pub fn engine_runtime(text: &str) -> Option<String> {
 
 /// The runtimes' network commands read every container's task, every
 /// network's config file and the host's interfaces, and fail when another
-/// sandbox's goes away at that moment — nerdctl with "task … not found" or
-/// "error reading /etc/cni/net.d/…: no such file or directory", podman with
-/// "route ip+net: no such network interface": a race with someone else,
-/// worth a retry.
+/// sandbox's goes away, or is half written, at that moment — nerdctl with
+/// "task … not found", "error reading /etc/cni/net.d/…: no such file or
+/// directory" or "error parsing configuration list: unexpected end of JSON
+/// input", podman with "route ip+net: no such network interface": a race
+/// with someone else, worth a retry.
 fn raced(words: &str) -> bool {
     (words.contains("task") && words.contains("not found"))
         || (words.contains("error reading") && words.contains("no such file or directory"))
+        || words.contains("error parsing configuration list")
         || words.contains("no such network interface")
 }
 
 /// nerdctl's create hook failing on a network config file another process
-/// was writing at that moment.
+/// was writing or removing at that moment.
 fn hook_raced(words: &str) -> bool {
-    words.contains("error running hook") && (words.contains("error parsing configuration list") || raced(words))
+    words.contains("error running hook") && raced(words)
 }
 
 /// nerdctl's `run` losing the container it had just made (`container "<id>"
@@ -1004,6 +1006,8 @@ mod tests {
             "1 errors: error reading /etc/cni/net.d/nerdctl-brig-x-net.conflist: open /etc/cni/net.d/nerdctl-brig-x-net.conflist: no such file or directory"
         ));
         assert!(raced("route ip+net: no such network interface"));
+        // Seen in `network create` beside another sandbox's network being written.
+        assert!(raced("error parsing configuration list: unexpected end of JSON input"));
         assert!(!raced(&runtime_words(&testdata("nerdctl-network-rm-in-use.stderr"))));
         assert!(!raced(&runtime_words(&testdata("podman-network-rm-in-use.stderr"))));
     }
