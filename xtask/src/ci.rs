@@ -11,6 +11,7 @@
 //! peer check, fail its trials.
 
 use std::process::Command;
+use std::time::{Duration, Instant};
 
 use anyhow::{Context, bail};
 
@@ -48,19 +49,36 @@ pub fn run(args: &[String]) -> anyhow::Result<()> {
         bail!("`cargo xtask ci` takes no arguments (got {extra:?})");
     }
     let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".to_owned());
+    let started = Instant::now();
+    let mut took = Vec::new();
     for step in STEPS {
         eprintln!("==> {}: cargo {}", step.what, step.args.join(" "));
+        let step_started = Instant::now();
         let status = Command::new(&cargo)
             .args(step.args)
             .envs(step.env.iter().copied())
             .status()
             .with_context(|| format!("cannot run cargo for {}", step.what))?;
+        took.push((step.what, step_started.elapsed()));
         if !status.success() {
+            print_times(&took, started.elapsed());
             bail!("{} failed ({status})", step.what);
         }
     }
+    print_times(&took, started.elapsed());
     eprintln!("==> ci: every step passed");
     Ok(())
+}
+
+/// Where the run's time went, step by step: the whole run must stay under
+/// half an hour on two cores, and this says which step to look at first.
+fn print_times(took: &[(&str, Duration)], total: Duration) {
+    let width = took.iter().map(|(what, _)| what.len()).max().unwrap_or(0);
+    eprintln!("==> ci: time per step");
+    for (what, took) in took {
+        eprintln!("    {what:<width$}  {:>6.0}s", took.as_secs_f64());
+    }
+    eprintln!("    {:<width$}  {:>6.0}s", "in all", total.as_secs_f64());
 }
 
 /// Whether a test whose host tool is missing must fail rather than skip: it
