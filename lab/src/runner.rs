@@ -289,3 +289,20 @@ fn print_closing_line(c: &Conclusion, started: Instant) {
         started.elapsed().as_secs_f64()
     );
 }
+
+#[cfg(test)]
+mod took {
+    use super::*;
+
+    #[test]
+    fn the_slowest_come_first_and_the_total_counts_every_trial() {
+        let took = Took::default();
+        for (name, ms) in [("a", 300), ("b", 1200), ("c", 50), ("d", 1200)] {
+            took.record(name, Duration::from_millis(ms));
+        }
+        let names: Vec<_> = took.slowest(3).into_iter().map(|(n, d)| (n, d.as_millis())).collect();
+        assert_eq!(names, [("b".to_owned(), 1200), ("d".to_owned(), 1200), ("a".to_owned(), 300)]);
+        assert_eq!(took.total(), Duration::from_millis(2750));
+        assert!(Took::default().slowest(10).is_empty());
+    }
+}
