@@ -150,7 +150,6 @@ fn engine_code(err: &crate::engine::Error) -> Code {
         | E::UnmountablePath { .. }
         | E::UnusableName { .. }
         | E::UnsendableValue { .. }
-        | E::SecretInPlumbing { .. }
         | E::BadForwardName { .. } => Code::Usage,
         E::GuiNotHere { .. }
         | E::UnknownPosture { .. }

@@ -174,10 +174,9 @@ pub(super) fn forwarded(engine: &mut Engine<'_>, profile: &Profile, which: Bindi
                 found
             }
         };
+        // A `secrets.` reference never feeds HOME, PATH, TMPDIR or XDG_*:
+        // the profile was refused when it was read.
         let Some((value, from_store)) = resolved else { continue };
-        if from_store && is_plumbing(&binding.name) {
-            return Err(super::Error::SecretInPlumbing { name: binding.name.clone() }.into());
-        }
         if value.contains(['\n', '\r', '\0']) {
             return Err(super::Error::UnsendableValue { name: binding.name.clone() }.into());
         }
@@ -278,12 +277,6 @@ fn resolve(engine: &mut Engine<'_>, profile: &Profile, r: &Ref, which: Bindings)
             Ok(Some(text).filter(|t| !t.is_empty()))
         }
     }
-}
-
-/// Names a stored secret may not be bound to: they shape the guest's
-/// environment itself.
-fn is_plumbing(name: &str) -> bool {
-    matches!(name, "HOME" | "PATH" | "TMPDIR") || name.starts_with("XDG_")
 }
 
 /// `scheme://rest` with a non-empty scheme without blanks, other than http(s).

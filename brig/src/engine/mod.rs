@@ -73,10 +73,6 @@ pub enum Error {
         "the value of {name} holds a line break or a NUL, which no runtime can hand to a guest as a variable; unset it, or give it to the guest as a file (a profile's `files:`)"
     )]
     UnsendableValue { name: String },
-    #[error(
-        "{name} is bound to a stored secret, and HOME, PATH, TMPDIR and XDG_* may carry only a literal or a host variable"
-    )]
-    SecretInPlumbing { name: String },
     #[error("{variable} lists {name:?}, which is not a variable name (a letter or '_', then letters, digits or '_')")]
     BadForwardName { variable: String, name: String },
     #[error("the credential file {path} could not be written in the guest: {why}")]

@@ -128,13 +128,10 @@ impl Registry {
             self.declarations.push((name.clone(), path.clone()));
             by_name.insert(name, Entry { profile, origin: Origin::File { path, overrides_builtin }, text });
         }
-        if !unusable.is_empty() {
-            let mut warning = format!("ignoring {} unusable profile(s):", unusable.len());
-            for line in unusable {
-                warning.push_str("\n  ↳ ");
-                warning.push_str(&line);
-            }
-            self.warnings.push(warning);
+        // One warning per file: warnings are printed with control
+        // characters escaped, so a warning cannot span lines.
+        for line in unusable {
+            self.warnings.push(format!("ignoring an unusable profile: {line}"));
         }
     }
 
@@ -376,10 +373,13 @@ pub(crate) mod tests {
         s.write("worse.json", "{");
         s.write("ok.yaml", &doc("ok", "fine"));
         let r = Registry::load_from(Some(s.path()));
-        assert_eq!(r.warnings().len(), 1);
-        let w = &r.warnings()[0];
-        assert!(w.starts_with("ignoring 2 unusable profile(s)"), "{w}");
-        assert!(w.contains("bad.yaml") && w.contains("nope") && w.contains("worse.json"), "{w}");
+        let [bad, worse] = r.warnings() else { panic!("one warning per file: {:?}", r.warnings()) };
+        for w in [bad, worse] {
+            assert!(w.starts_with("ignoring an unusable profile: "), "{w}");
+            assert!(!w.contains('\n'), "{w}");
+        }
+        assert!(bad.contains("bad.yaml") && bad.contains("nope"), "{bad}");
+        assert!(worse.contains("worse.json"), "{worse}");
         assert!(r.resolve("ok").is_ok());
         // The built-in of the broken file's name stays in effect.
         assert!(r.resolve("codex").unwrap().is_builtin());

@@ -63,6 +63,10 @@ pub enum Invalid {
     },
     #[error("{binding} refers to secrets.{secret}, which is not declared under secrets:")]
     UndeclaredSecret { binding: String, secret: String },
+    #[error(
+        "{binding} takes its value from secrets.{secret}, and HOME, PATH, TMPDIR and XDG_* shape the guest's own environment: they may carry only a literal or a host variable"
+    )]
+    SecretInPlumbing { binding: String, secret: String },
     #[error("{name} is listed in forward: and bound in env:; keep only the env: entry")]
     ForwardConflict { name: String },
     #[error("{name} is both denied and bound; a profile cannot forward what it denies")]
@@ -404,13 +408,25 @@ fn check_env(p: &Profile) -> Result<(), Invalid> {
     Ok(())
 }
 
+/// A `secrets.` reference must name a declared secret, and may not feed a
+/// variable that shapes the guest's own environment: whatever else its
+/// chain names, the profile could hand a stored value to the guest as its
+/// home, search path or runtime directory.
 fn check_declared(p: &Profile, r: &Ref, binding: &str) -> Result<(), Invalid> {
     match r {
         Ref::Secret(secret) if p.secret(secret).is_none() => {
             Err(Invalid::UndeclaredSecret { binding: binding.to_owned(), secret: secret.clone() })
         }
+        Ref::Secret(secret) if is_plumbing(binding) => {
+            Err(Invalid::SecretInPlumbing { binding: binding.to_owned(), secret: secret.clone() })
+        }
         _ => Ok(()),
     }
+}
+
+/// Names a stored secret may not be bound to.
+fn is_plumbing(name: &str) -> bool {
+    matches!(name, "HOME" | "PATH" | "TMPDIR") || name.starts_with("XDG_")
 }
 
 fn check_volumes(p: &Profile) -> Result<(), Invalid> {
@@ -709,6 +725,11 @@ mod tests {
     #[case::no_dot(with("env: [{name: A, ref: A}]\n"), Some(Invalid::BadRef { binding: "A".into(), reference: "A".into(), reason: RefError::NoDot }))]
     #[case::bad_in_chain(with("env: [{name: A, refs: [env.A, \"secrets.\"]}]\n"), Some(Invalid::BadRef { binding: "A".into(), reference: "secrets.".into(), reason: RefError::BadSecretName }))]
     #[case::undeclared(with("env: [{name: A, ref: secrets.s}]\n"), Some(Invalid::UndeclaredSecret { binding: "A".into(), secret: "s".into() }))]
+    #[case::secret_home(with("secrets: [s]\nenv: [{name: HOME, ref: secrets.s}]\n"), Some(Invalid::SecretInPlumbing { binding: "HOME".into(), secret: "s".into() }))]
+    #[case::secret_late_in_path_chain(with("secrets: [s]\nenv: [{name: PATH, refs: [env.PATH, secrets.s]}]\n"), Some(Invalid::SecretInPlumbing { binding: "PATH".into(), secret: "s".into() }))]
+    #[case::secret_xdg(with("secrets: [s]\nenv: [{name: XDG_CONFIG_HOME, ref: secrets.s}]\n"), Some(Invalid::SecretInPlumbing { binding: "XDG_CONFIG_HOME".into(), secret: "s".into() }))]
+    #[case::host_home_is_fine(with("env: [{name: HOME, ref: env.HOME}, {name: TMPDIR, value: /t}]\n"), None)]
+    #[case::secret_in_a_lookalike_name(with("secrets: [s]\nenv: [{name: HOMES, ref: secrets.s}]\n"), None)]
     #[case::forward(with("forward: [A, A]\n"), None)]
     #[case::forward_conflict(with("forward: [A]\nenv: [{name: A, value: x}]\n"), Some(Invalid::ForwardConflict { name: "A".into() }))]
     #[case::deny(with("deny: [K]\nenv: [{name: A, ref: env.A}]\n"), None)]
